@@ -1,0 +1,267 @@
+"""The event engine: client, router, nodes and the KV fabric on one heap of timed events.
+
+A run is a pure function of the scenario: everything random comes from numpy streams seeded by
+``scenario.seed``, ties between simultaneous events are broken by insertion order, and no state outlives
+the ``Simulator`` object.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from time import perf_counter
+
+from . import workload as wl
+from .layout import parse_layout
+from .link import Fabric
+from .node import BLOCK, Node
+from .policy import REGISTRY
+from .request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT, Request
+
+MAX_EVENTS = 20_000_000   # hard stop; anything unfinished then is reported as status "unfinished"
+
+# event kinds
+ARRIVAL, AT_NODE, NODE_WAKE, LINK_WAKE, XFER_DONE, TIMEOUT_EV, SEND, HANDOFF = range(8)
+
+
+class ConvState:
+    __slots__ = ("conv", "next_turn", "node", "done")
+
+    def __init__(self, conv: wl.Conversation):
+        self.conv = conv
+        self.next_turn = 0
+        self.node = None
+        self.done = False
+
+
+class Simulator:
+    def __init__(self, sc, convs: tuple[wl.Conversation, ...], pm, rngs: dict, *, record_spans: bool = False,
+                 exact: bool = False, table=None):
+        self.sc = sc
+        self.pm = pm
+        self.convs = [ConvState(c) for c in convs]
+        self.by_id = {cs.conv.cid: cs for cs in self.convs}
+        self.rng_route = rngs["routing"]
+        self.rng_policy = rngs["policy"]
+        self.table = table
+        self.policy = REGISTRY[sc.policy]
+        lay = parse_layout(sc.layout)
+        counters: dict[str, int] = {}
+        self.nodes: list[Node] = []
+        for role in lay.roles():
+            i = counters.get(role, 0)
+            counters[role] = i + 1
+            self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pm, sc.max_batched_tokens,
+                                   exact=exact))
+        self.p_nodes = [n for n in self.nodes if n.role == "P"]
+        self.serving = [n for n in self.nodes if n.role != "P"]
+        tp = sc.tp_degree
+        self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
+                             sc.link_sharing == "fair")
+        self.heap: list = []
+        self.seq = 0
+        self.now = 0.0
+        self.events = 0
+        self.requests: list[Request] = []
+        self.active = 0
+        self.queue: deque[Request] = deque()
+        self.arrived = 0
+        self.spans: list | None = [] if record_spans else None
+
+    # ---- event plumbing --------------------------------------------------------------------------------
+    def push(self, t: float, kind: int, a, b=None) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, a, b))
+
+    def span(self, node: Node, start: float, end: float, kind: str, chunks) -> None:
+        if self.spans is None:
+            return
+        if chunks is not None:
+            convs = sorted({r.conv for r, _ in chunks})
+        else:
+            convs = sorted({e[2].conv for e in node.dec_heap})
+        self.spans.append((node.name, node.role, start, end, kind, " ".join(map(str, convs))))
+
+    def run(self) -> None:
+        for cs in self.convs:
+            self.push(cs.conv.arrival_s, ARRIVAL, cs)
+        heap = self.heap
+        pop = heapq.heappop
+        nodes_wake = Node.wake
+        while heap:
+            t, _, kind, a, b = pop(heap)
+            self.now = t
+            self.events += 1
+            if self.events > MAX_EVENTS:
+                break
+            if kind == NODE_WAKE:
+                nodes_wake(a, t, b)
+            elif kind == AT_NODE:
+                if not b.aborted:
+                    a.enqueue(b, t)
+            elif kind == LINK_WAKE:
+                a.wake(t, b)
+            elif kind == XFER_DONE:
+                self._transfer_done(a, b, t)
+            elif kind == HANDOFF:
+                self._gate(a, t)
+            elif kind == SEND:
+                if not a.aborted:
+                    self._send(a, t)
+            elif kind == ARRIVAL:
+                self._arrival(a, t)
+            elif kind == TIMEOUT_EV:
+                self._timeout(a, t)
+
+    # ---- client ------------------------------------------------------------------------------------------
+    def _new_request(self, cs: ConvState, sent: float) -> Request:
+        k = cs.next_turn
+        turn = cs.conv.turns[k]
+        req = Request(len(self.requests), cs.conv.cid, k + 1, sent, turn.new_input, turn.output,
+                      cs.conv.prompt_len(k))
+        self.requests.append(req)
+        self.push(sent + self.sc.timeout_s, TIMEOUT_EV, req)
+        return req
+
+    def _arrival(self, cs: ConvState, t: float) -> None:
+        self.arrived += 1
+        req = self._new_request(cs, t)
+        cap = self.sc.client_concurrency
+        if cap and self.active >= cap:
+            self.queue.append(req)       # waits for a client connection; the wait is inside Turn-1 TTFT
+        else:
+            self.active += 1
+            self._send(req, t)
+
+    def _release_slot(self, t: float) -> None:
+        self.active -= 1
+        while self.queue:
+            req = self.queue.popleft()
+            if not req.aborted:
+                self.active += 1
+                self._send(req, t)
+                break
+
+    def _end_conversation(self, conv: int, t: float) -> None:
+        cs = self.by_id[conv]
+        if not cs.done:
+            cs.done = True
+            self._release_slot(t)
+
+    # ---- router ------------------------------------------------------------------------------------------
+    def pick_p(self) -> Node:
+        """Least-loaded P: fewest tokens waiting to be prefilled (ties: lowest index)."""
+        best, best_load = None, None
+        for p in self.p_nodes:
+            load = p.pending_prefill_tokens()
+            if best is None or load < best_load:
+                best, best_load = p, load
+        return best
+
+    def observed_qps(self) -> float:
+        return self.arrived / self.now if self.now > 0 else self.sc.qps
+
+    def _send(self, req: Request, t: float) -> None:
+        cs = self.by_id[req.conv]
+        fresh = req.turn == 1 or (self.sc.rehash_frac > 0 and self.rng_policy.random() < self.sc.rehash_frac)
+        if fresh or cs.node is None:
+            cs.node = self.serving[int(self.rng_route.integers(len(self.serving)))]
+        node = cs.node
+        req.decode_node = node.nid
+        if node.role == "R":
+            req.path = REPLICA
+        elif fresh:
+            req.path = PD
+        elif node.role == "pD":
+            req.path = LOCAL
+        else:
+            req.path = LOCAL if self.policy(self, req, node) else PD
+        if req.path == PD:
+            p = self.pick_p()
+            req.prefill_node = p.nid
+            self.push(t + self.pm.hop(req.prompt), AT_NODE, p, req)
+        else:
+            self.push(t + self.pm.hop(req.prompt), AT_NODE, node, req)
+
+    # ---- PD path -----------------------------------------------------------------------------------------
+    def prefill_done(self, req: Request, t: float, p: Node) -> None:
+        req.prefill_done_at = t
+        if req.aborted:
+            p.release(req)
+            return
+        req.gates = 2
+        self.push(t + self.pm.pd_handoff(req.prompt), HANDOFF, req)
+        self.nodes[req.decode_node].enqueue(req, t)
+
+    def start_transfer(self, req: Request, t: float) -> None:
+        """Called by D once it holds a KV reservation for the request."""
+        req.kv_bytes = req.prompt * self.pm.kv_bytes_per_token
+        self.fabric.start(req, req.prefill_node, req.decode_node, req.kv_bytes, t)
+
+    def _transfer_done(self, req: Request, start: float, t: float) -> None:
+        req.transfer_done_at = t
+        p = self.nodes[req.prefill_node]
+        p.release(req)
+        p.cache_put(req.conv, (req.prompt // BLOCK) * BLOCK)
+        d = self.nodes[req.decode_node]
+        if self.spans is not None:
+            self.spans.append((f"{p.name}->{d.name}", "link", start, t, "transfer", str(req.conv)))
+        if not req.aborted and self.pm.p.kv_recv_blocks_decode > 0:
+            d.stall += self.pm.p.kv_recv_blocks_decode * (t - start)
+        self._gate(req, t)
+
+    def _gate(self, req: Request, t: float) -> None:
+        req.gates -= 1
+        if req.gates:
+            return
+        d = self.nodes[req.decode_node]
+        if req.aborted:
+            d.release(req)
+            d.try_admit(t)
+        else:
+            d.ready_after_transfer(req, t)
+
+    # ---- request outcomes --------------------------------------------------------------------------------
+    def first_token(self, req: Request, t: float) -> None:
+        req.first_token = t
+
+    def finished(self, req: Request, t: float) -> None:
+        req.finish = t
+        req.status = OK
+        cs = self.by_id[req.conv]
+        cs.next_turn += 1
+        if cs.next_turn < len(cs.conv.turns):
+            nxt = self._new_request(cs, t + self.sc.think_time_s)
+            self.push(nxt.sent, SEND, nxt)
+        else:
+            self._end_conversation(req.conv, t)
+
+    def reject(self, req: Request, t: float, node: Node) -> None:
+        """The request's KV can never fit on ``node``: it fails at once, and so does its conversation."""
+        if req.status != REJECTED:
+            req.status = REJECTED
+            req.aborted = True
+            req.finish = t
+            for nid in list(req.reserved_on):
+                self.nodes[nid].release(req)
+            self._end_conversation(req.conv, t)
+
+    def _timeout(self, req: Request, t: float) -> None:
+        if req.status == OK or req.aborted:
+            return
+        req.status = TIMEOUT
+        req.aborted = True
+        req.finish = t
+        for nid in (req.prefill_node, req.decode_node):
+            if nid >= 0:
+                node = self.nodes[nid]
+                if node.busy and node.seg is not None:
+                    node.interrupt(t)
+        self._end_conversation(req.conv, t)
+
+
+def simulate(sc, convs, pm, rngs, *, record_spans=False, exact=False, table=None) -> Simulator:
+    sim = Simulator(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
+    t0 = perf_counter()
+    sim.run()
+    sim.wall_s = perf_counter() - t0
+    return sim
