@@ -65,6 +65,7 @@ class Simulator:
         self.active = 0
         self.queue: deque[Request] = deque()
         self.arrived = 0
+        self.open_convs = len(self.convs)   # the run ends when every conversation has ended
         self.spans: list | None = [] if record_spans else None
 
     # ---- event plumbing --------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ class Simulator:
         heap = self.heap
         pop = heapq.heappop
         nodes_wake = Node.wake
-        while heap:
+        while heap and self.open_convs:
             t, _, kind, a, b = pop(heap)
             self.now = t
             self.events += 1
@@ -145,6 +146,7 @@ class Simulator:
         cs = self.by_id[conv]
         if not cs.done:
             cs.done = True
+            self.open_convs -= 1
             self._release_slot(t)
 
     # ---- router ------------------------------------------------------------------------------------------
@@ -254,6 +256,7 @@ class Simulator:
         for nid in (req.prefill_node, req.decode_node):
             if nid >= 0:
                 node = self.nodes[nid]
+                node.dirty = True
                 if node.busy and node.seg is not None:
                     node.interrupt(t)
         self._end_conversation(req.conv, t)

@@ -25,7 +25,7 @@ BLOCK = 16  # vLLM KV block size: prefix-cache hits are whole blocks
 class Node:
     __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "used", "cache", "cache_tokens", "waiting",
                  "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg", "iter",
-                 "stall", "busy_time", "iterations", "mbt", "max_seqs", "exact", "decode_capable")
+                 "stall", "busy_time", "iterations", "mbt", "max_seqs", "exact", "decode_capable", "dirty")
 
     def __init__(self, nid: int, role: str, name: str, sim: "Simulator", pm, max_batched_tokens: int,
                  max_seqs: int = 1024, exact: bool = False):
@@ -51,6 +51,7 @@ class Node:
         self.max_seqs = max_seqs
         self.exact = exact
         self.decode_capable = role != "P"
+        self.dirty = False                  # an aborted request may sit in prefill_q or the decode batch
 
     # ---- state queries (used by policies and metrics) ------------------------------------------------
     def ctx_sum(self) -> int:
@@ -279,6 +280,9 @@ class Node:
             self.sim.finished(req, now)
 
     def _drop_aborted(self, now: float) -> None:
+        if not self.dirty:
+            return
+        self.dirty = False
         if any(r.aborted for r in self.prefill_q):
             for r in [r for r in self.prefill_q if r.aborted]:
                 self.prefill_q.remove(r)

@@ -119,17 +119,27 @@ def _turn_probs(model: DatasetModel) -> np.ndarray:
     return p / p.sum()
 
 
-def _dataset_conversation(model: DatasetModel, n_turns: int | None, rng: np.random.Generator) -> tuple[Turn, ...]:
-    want = int(rng.choice(np.arange(2, 11), p=_turn_probs(model))) if n_turns is None else n_turns
-    ins = np.clip(np.rint(rng.lognormal(np.log(model.in_median), model.in_sigma, size=want)), 1, MAX_MESSAGE)
-    outs = np.clip(np.rint(rng.lognormal(np.log(model.out_median), model.out_sigma, size=want)), 2, MAX_MESSAGE)
-    turns, ctx = [], 0
-    for i, o in zip(ins.astype(int), outs.astype(int)):
-        if n_turns is None and ctx + i > MAX_CONTEXT:   # the benchmark stops adding turns past max-model-len
-            break
-        turns.append(Turn(int(i), int(o)))
-        ctx += int(i) + int(o)
-    return tuple(turns)
+def _dataset_conversations(model: DatasetModel, n: int, n_turns: int | None,
+                           rng: np.random.Generator) -> list[tuple[Turn, ...]]:
+    """``n`` conversations drawn in one vectorised batch (the draws do not depend on each other)."""
+    width = n_turns or 10
+    want = rng.choice(np.arange(2, 11), p=_turn_probs(model), size=n) if n_turns is None else np.full(n, n_turns)
+    ins = np.clip(np.rint(rng.lognormal(np.log(model.in_median), model.in_sigma, size=(n, width))), 1, MAX_MESSAGE)
+    outs = np.clip(np.rint(rng.lognormal(np.log(model.out_median), model.out_sigma, size=(n, width))), 2,
+                   MAX_MESSAGE)
+    ins, outs = ins.astype(int).tolist(), outs.astype(int).tolist()
+    convs = []
+    for row_in, row_out, k in zip(ins, outs, want.tolist()):
+        turns, ctx = [], 0
+        for i, o in zip(row_in[:k], row_out[:k]):
+            # the benchmark stops adding turns once the context would pass max-model-len; with messages
+            # capped at 2,048 tokens the first two turns always fit, so every conversation keeps >= 2 turns
+            if n_turns is None and ctx + i > MAX_CONTEXT:
+                break
+            turns.append(Turn(i, o))
+            ctx += i + o
+        convs.append(tuple(turns))
+    return convs
 
 
 def generate(sc: "Scenario", rng_arrivals: np.random.Generator, rng_lengths: np.random.Generator,
@@ -150,10 +160,6 @@ def generate(sc: "Scenario", rng_arrivals: np.random.Generator, rng_lengths: np.
         turns = (t1,) + (later,) * ((n_turns or 2) - 1)
         convs = [Conversation(i, float(t), turns) for i, t in enumerate(times)]
     else:
-        model = DATASETS[sc.workload]
-        for i, t in enumerate(times):
-            turns = _dataset_conversation(model, n_turns, rng_lengths)
-            while len(turns) < 2 and n_turns is None:   # the benchmark keeps only conversations of >= 2 turns
-                turns = _dataset_conversation(model, n_turns, rng_lengths)
-            convs.append(Conversation(i, float(t), turns))
+        drawn = _dataset_conversations(DATASETS[sc.workload], len(times), n_turns, rng_lengths)
+        convs = [Conversation(i, t, turns) for i, (t, turns) in enumerate(zip(times.tolist(), drawn))]
     return tuple(convs)
