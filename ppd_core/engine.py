@@ -142,12 +142,13 @@ class Simulator:
                 self._send(req, t)
                 break
 
-    def _end_conversation(self, conv: int, t: float) -> None:
+    def _end_conversation(self, conv: int, t: float, holds_slot: bool = True) -> None:
         cs = self.by_id[conv]
         if not cs.done:
             cs.done = True
             self.open_convs -= 1
-            self._release_slot(t)
+            if holds_slot:
+                self._release_slot(t)
 
     # ---- router ------------------------------------------------------------------------------------------
     def pick_p(self) -> Node:
@@ -204,11 +205,14 @@ class Simulator:
         p = self.nodes[req.prefill_node]
         p.release(req)
         p.cache_put(req.conv, (req.prompt // BLOCK) * BLOCK)
+        p.try_admit(t)   # the freed KV may let P's waiting requests in
         d = self.nodes[req.decode_node]
         if self.spans is not None:
             self.spans.append((f"{p.name}->{d.name}", "link", start, t, "transfer", str(req.conv)))
         if not req.aborted and self.pm.p.kv_recv_blocks_decode > 0:
             d.stall += self.pm.p.kv_recv_blocks_decode * (t - start)
+            if d.busy and d.seg is not None:
+                d.interrupt(t)   # the stall lands on D's next step, as in the step-by-step oracle
         self._gate(req, t)
 
     def _gate(self, req: Request, t: float) -> None:
@@ -244,7 +248,10 @@ class Simulator:
             req.aborted = True
             req.finish = t
             for nid in list(req.reserved_on):
-                self.nodes[nid].release(req)
+                other = self.nodes[nid]
+                other.release(req)
+                if other is not node:
+                    other.try_admit(t)   # e.g. P's KV of a request D refuses: P's queue may move on
             self._end_conversation(req.conv, t)
 
     def _timeout(self, req: Request, t: float) -> None:
@@ -259,7 +266,15 @@ class Simulator:
                 node.dirty = True
                 if node.busy and node.seg is not None:
                     node.interrupt(t)
-        self._end_conversation(req.conv, t)
+        if req.path == PD and req.prefill_node in req.reserved_on and req.decode_node not in req.reserved_on \
+                and req.prefill_done_at >= 0:
+            # prefilled on P and waiting in D's queue for a KV reservation: D will drop it from the queue
+            # without a reservation to release, so P's copy of the KV is freed here
+            p = self.nodes[req.prefill_node]
+            p.release(req)
+            p.try_admit(t)
+        # a Turn 1 still waiting for a client connection (never sent) holds no slot to give back
+        self._end_conversation(req.conv, t, holds_slot=bool(req.path) or req.turn > 1)
 
 
 def simulate(sc, convs, pm, rngs, *, record_spans=False, exact=False, table=None) -> Simulator:

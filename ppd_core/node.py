@@ -238,6 +238,8 @@ class Node:
                         self.sim.prefill_done(req, now, self)
                     elif not req.aborted:
                         self._join_decode(req, now)
+                    else:   # timed out during its last prefill chunk: free its KV like _drop_aborted does
+                        self.release(req)
         else:
             start, k, a, b = self.seg
             dur = now - start
