@@ -1,0 +1,117 @@
+"""Browser benchmark: how long a slider move on Explore takes to update the numbers and charts.
+
+Starts ``streamlit run app.py`` on a free port, drives Debian's Chromium with Playwright, moves a slider on the
+Explore page N times to values never seen before (so every step is a cache miss: PPD, PD and Replica all
+re-run), and times each step from the keypress until the page has finished updating: the headline metric and
+the share link show the new run, no element is stale and every Plotly chart has redrawn. Prints every step,
+then the median and p90.
+
+    .venv/bin/python scripts/bench_browser.py [--steps 12] [--slider qps] [--url-query 'layout=2P_2pD']
+
+This is a benchmark, not a test: it asserts nothing except that each update happened.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
+
+SLIDERS = {  # URL key -> slider label text on the Explore page
+    "qps": "conversation arrival rate",
+    "bandwidth_gbps": "KV-transfer bandwidth",
+    "w_tpot": "w_tpot",
+}
+
+# Done when: the share link names the expected value, nothing is stale, the app is idle, and every Plotly chart
+# has redrawn since the keypress (Plotly stamps each redraw on the graph div's _fullLayout via our marker).
+DONE_JS = """
+([key, want]) => {
+  const code = [...document.querySelectorAll('[data-testid="stCode"]')].map(e => e.innerText).join(' ');
+  if (!code.includes(key + '=' + want)) return false;
+  if (document.querySelector('[data-stale="true"]')) return false;
+  const status = document.querySelector('[data-testid="stStatusWidget"]');
+  if (status && /running/i.test(status.innerText)) return false;
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  if (plots.length < 3) return false;
+  return plots.every(p => p.__benchMark !== window.__benchStamp);
+}
+"""
+MARK_JS = """
+() => {
+  window.__benchStamp = Math.random();
+  document.querySelectorAll('.js-plotly-plot').forEach(p => { p.__benchMark = window.__benchStamp; });
+}
+"""
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=12, help="slider moves to time (default 12)")
+    ap.add_argument("--slider", choices=sorted(SLIDERS), default="qps")
+    ap.add_argument("--url-query", default="", help="extra scenario keys for the start page, e.g. 'layout=1P_3D'")
+    ap.add_argument("--url", default=None, help="use a running server instead of starting one")
+    ap.add_argument("--screenshot", default=None, help="save a screenshot of the final state here")
+    args = ap.parse_args(argv)
+
+    from playwright.sync_api import expect, sync_playwright
+    expect.set_options(timeout=120_000)
+
+    proc = None
+    url = args.url
+    if url is None:
+        (ROOT / "artifacts").mkdir(exist_ok=True)
+        proc, url = start_server(ROOT / "artifacts" / "bench-server.log")
+    times: list[float] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(120_000)
+            t0 = time.perf_counter()
+            page.goto(f"{url}/?{args.url_query}")
+            expect(page.get_by_test_id("stMetric").first).to_be_visible()
+            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3 && "
+                                   "!document.querySelector('[data-stale=\"true\"]')")
+            print(f"first load (cold server, cold cache): {time.perf_counter() - t0:.2f} s")
+            thumb = page.get_by_test_id("stSlider").filter(has_text=SLIDERS[args.slider]).get_by_role("slider")
+            for i in range(args.steps):
+                before = float(thumb.input_value())
+                page.evaluate(MARK_JS)
+                thumb.focus()
+                t = time.perf_counter()
+                page.keyboard.press("ArrowRight")
+                expect(thumb).not_to_have_value(str(before).removesuffix(".0"))
+                want = thumb.input_value()
+                want = want.removesuffix(".0") if want.endswith(".0") else want
+                page.wait_for_function(DONE_JS, arg=[args.slider, want], polling="raf")
+                dt = time.perf_counter() - t
+                times.append(dt)
+                print(f"step {i + 1:2d}: {args.slider} {before:g} -> {want}: {dt * 1e3:7.0f} ms")
+            if args.screenshot:
+                page.screenshot(path=args.screenshot)
+            browser.close()
+    finally:
+        if proc is not None:
+            stop_server(proc)
+    print(f"slider -> update, {len(times)} uncached moves of '{args.slider}': "
+          f"median {statistics.median(times) * 1e3:.0f} ms, p90 {percentile(times, 0.9) * 1e3:.0f} ms, "
+          f"min {min(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

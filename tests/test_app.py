@@ -1,0 +1,266 @@
+"""AppTest (no browser) for every page: widgets -> Scenario, baselines, numbers, bad URL parameters, exports."""
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ppd_core
+from ppd_core.scenario import Scenario
+
+from conftest import APP, chromium_or_fail
+
+TIMEOUT = 120   # 2-core CI with other jobs: generous
+
+
+def _app(query: dict | None = None, page: str | None = None) -> AppTest:
+    """A fresh session opened on ``page`` with ``query`` in the URL (like opening a shared link)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if page:
+        at.switch_page(page)    # before the first run: the page's url_path equals its file name
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _metric(at: AppTest, label: str):
+    ms = [m for m in at.metric if m.label == label]
+    assert ms, f"no metric {label!r}: {[m.label for m in at.metric]}"
+    return ms[0]
+
+
+def _charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _share_link(at: AppTest) -> str:
+    links = [c.value for c in at.code if c.value.startswith("http")]
+    assert links, "no share link"
+    return links[0]
+
+
+def _warnings(at: AppTest) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+def _ms(v: float) -> str:
+    return f"{v:,.1f} ms"
+
+
+# ------------------------------------------------------------------------------------------------ Explore
+
+def test_default_explore_matches_core():
+    at = _app()
+    assert not _warnings(at)
+    summary = ppd_core.run(Scenario()).summary
+    assert _metric(at, "Turn 2+ TTFT mean").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["mean"])
+    assert _metric(at, "Turn 2+ TPOT mean").value == _ms(summary["groups"]["turn2plus"]["tpot_ms"]["mean"])
+    assert "vs PD" in _metric(at, "Turn 2+ TTFT mean").delta
+    assert len(_charts(at)) >= 3
+    assert _share_link(at).rstrip("/").endswith(("8501", "8501/"))   # defaults: no query string
+    # every metric card has its definition as help text
+    assert all(m.help for m in at.metric)
+
+
+def test_url_seeds_every_widget_and_the_numbers():
+    query = {"layout": "1P_3D", "policy": "dynamic", "qps": "6.5", "bandwidth_gbps": "25", "w_tpot": "2.5",
+             "gpu": "A100-80GB", "workload": "small_mid_bal", "turns": "3", "seed": "7",
+             "conversations": "120", "think_time_s": "1.5", "rehash_frac": "0.2", "slo_ttft_ms": "150,300",
+             "link_sharing": "independent", "max_batched_tokens": "4096"}
+    at = _app(query)
+    assert not _warnings(at)
+    expected = ppd_core.parse(query)
+    for k, v in query.items():
+        shown = at.session_state[k]
+        assert str(shown) == v or float(shown) == float(v.split(",")[0]) and "," not in v, (k, shown, v)
+    assert ppd_core.parse(_share_link(at)) == expected
+    summary = ppd_core.run(expected).summary
+    assert _metric(at, "Turn 2+ TTFT p90").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["p90"])
+    # SLO cards follow the thresholds
+    labels = [m.label for m in at.metric if m.label.startswith("SLO")]
+    assert "SLO TTFT ≤ 150 ms" in labels and "SLO TTFT ≤ 300 ms" in labels
+
+
+def test_widget_change_reruns_the_scenario():
+    at = _app()
+    at.slider(key="qps").set_value(7.3).run()
+    at.radio(key="policy").set_value("ppd").run()
+    at.selectbox(key="layout").set_value("1P_2D_1pD").run()
+    assert not at.exception
+    sc = ppd_core.parse(_share_link(at))
+    assert (sc.qps, sc.policy, sc.layout) == (7.3, "ppd", "1P_2D_1pD")
+    summary = ppd_core.run(sc).summary
+    assert _metric(at, "Turn 2+ TTFT mean").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["mean"])
+
+
+def test_baselines_present_in_charts_and_table():
+    at = _app({"layout": "1P_1D_2pD"})
+    names = {t.get("name") for fig in _charts(at) for t in fig["data"]}
+    assert {"PPD (1P_1D_2pD)", "PD (1P_3D)", "Replica (4R)"} <= names
+    table = at.dataframe[0].value
+    assert list(table["system"]) == ["PPD", "PD", "Replica"]
+    assert list(table["layout"]) == ["1P_1D_2pD", "1P_3D", "4R"]
+    assert list(table["policy"])[1] == "pd"
+
+
+def test_bandwidth_preset_buttons():
+    at = _app()
+    [b for b in at.button if b.label.startswith("IB HDR")][0].click().run()
+    assert at.session_state["bandwidth_gbps"] == 25.0
+    assert at.session_state["link_latency_us"] == 15.0
+    assert ppd_core.parse(_share_link(at)).bandwidth_gbps == 25.0
+
+
+def test_custom_layout_from_url_is_an_option():
+    at = _app({"layout": "4P_4pD"})
+    assert not _warnings(at)
+    assert "4P_4pD" in at.selectbox(key="layout").options
+    assert at.session_state["layout"] == "4P_4pD"
+    assert ppd_core.parse(_share_link(at)).layout == "4P_4pD"
+    # AppTest cannot type a new option into a selectbox; typing (and refusing a bad layout) is in test_browser.
+
+
+BAD = [
+    ({"qps": "abc"}, "qps", {"qps": 4.0}),
+    ({"layout": "99P"}, "layout", {"layout": "2P_2pD"}),
+    ({"bandwidth_gbps": "-5"}, "bandwidth_gbps", {"bandwidth_gbps": 1.0}),
+    ({"turns": "1000000"}, "turns", {"turns": 64}),
+    ({"unknown": "1"}, "unknown", {}),
+    ({"policy": "fastest"}, "policy", {"policy": "dynamic"}),
+    ({"gpu": "h100-sxm"}, None, {"gpu": "H100-SXM"}),          # case-insensitive: accepted, canonicalised
+    ({"workload": "trace"}, "workload", {"workload": "sharegpt"}),
+    ({"qps": "500"}, "qps", {"qps": 50.0}),                    # valid for the core, beyond the slider
+    ({"slo_ttft_ms": "abc"}, "slo_ttft_ms", {"slo_ttft_ms": "100,200,500"}),
+    ({"conversations": "20000", "turns": "64"}, "turns", {"conversations": 500, "turns": 0}),
+]
+
+
+@pytest.mark.parametrize("query,key,expect", BAD, ids=[next(iter(q)) + "=" + next(iter(q.values()))[:12]
+                                                       for q, _, _ in BAD])
+def test_bad_parameters_warn_and_fall_back(query, key, expect):
+    at = _app(query)
+    ws = _warnings(at)
+    if key is None:
+        assert not ws
+    else:
+        assert any(f"`{key}`" in w for w in ws), ws
+        assert all("\n" not in w for w in ws)
+    for k, v in expect.items():
+        assert at.session_state[k] == v, (k, at.session_state[k])
+    sc = ppd_core.parse(_share_link(at))
+    for k, v in expect.items():
+        assert (",".join(f"{x:g}" for x in getattr(sc, k)) if k == "slo_ttft_ms" else getattr(sc, k)) == v
+    assert at.metric, "results still shown"
+
+
+def test_huge_query_string():
+    at = _app({"qps": "6", "junk": "x" * 100_000, **{f"k{i}": "1" for i in range(40)}})
+    ws = _warnings(at)
+    assert any("`junk`" in w for w in ws)
+    assert any("more unknown parameters" in w for w in ws)
+    assert all(len(w) < 400 for w in ws)
+    assert at.session_state["qps"] == 6.0
+    at2 = _app({"layout": "P" * 100_000})
+    assert any("`layout`" in w and len(w) < 400 for w in _warnings(at2))
+    assert at2.session_state["layout"] == "2P_2pD"
+
+
+def test_exports():
+    from pages import _common as C
+    sc = Scenario(conversations=40)
+    results = {name: C.simulate(s) for name, s in ppd_core.baselines(sc).items()}
+    df = pd.read_csv(io.BytesIO(C.records_csv(results)))
+    assert set(df["system"]) == {"PPD", "PD", "Replica"}
+    assert {"ttft_ms", "tpot_ms", "e2e_ms", "path", "turn"} <= set(df.columns)
+    payload = json.loads(C.summary_json(results, "http://x/?conversations=40"))
+    assert payload["systems"]["PPD"]["groups"] == json.loads(json.dumps(ppd_core.run(sc).summary))["groups"]
+    at = _app()
+    labels = [d.label for d in at.download_button]
+    assert "Per-request records (CSV)" in labels and "Summary (JSON)" in labels
+    assert sum(lbl == "PNG" for lbl in labels) >= 3
+
+
+def test_png_export_with_kaleido():
+    chromium_or_fail()
+    os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
+    import plotly.graph_objects as go
+    from pages import _common as C
+    png = C.png_bytes(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).update_layout(height=300))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------------------------ Sweep
+
+def test_sweep_page_bands_and_cache():
+    at = _app({"conversations": "40", "layout": "1P_3D"}, page="pages/sweep.py")
+    assert not _warnings(at)
+    figs = _charts(at)
+    assert len(figs) == 5
+    qps_ttft = figs[0]
+    fills = [t.get("fill") for t in qps_ttft["data"]]
+    assert fills.count("tonexty") == 3                       # one p10-p90 band per system
+    names = {t["name"] for t in qps_ttft["data"]}
+    assert {"PPD p50", "PD p50", "Replica p50"} <= names
+    frontier = figs[-1]
+    assert any("local" in str(txt) for t in frontier["data"] for txt in (t.get("text") or []))
+    assert ppd_core.parse(_share_link(at)).layout == "1P_3D"
+    # revisiting is served from the cache
+    import time
+    t0 = time.perf_counter()
+    at.run()
+    assert time.perf_counter() - t0 < 5
+    assert at.progress == [] or all(p.value in (0, 100) for p in at.progress)
+
+
+def test_sweep_frontier_falls_back_to_d_layout():
+    at = _app({"conversations": "30"}, page="pages/sweep.py")      # 2P_2pD: no per-request decision
+    captions = " ".join(c.value for c in at.caption)
+    assert "frontier uses 2P_2D with policy dynamic" in captions
+
+
+# ------------------------------------------------------------------------------------------------ Learn
+
+def test_learn_page_timeline_and_interference():
+    at = _app({"conversations": "2"}, page="pages/learn.py")
+    assert not _warnings(at)
+    figs = _charts(at)
+    assert len(figs) == 2
+    gantt, interf = figs
+    kinds = {t["name"] for t in gantt["data"]}
+    assert {"prefill", "transfer", "decode"} <= kinds
+    assert {t["name"].split(" ")[0] for t in interf["data"]} >= {"decode", "+1"}
+    # step through events: the first event shows fewer bars than the last
+    n_last = sum(len(t["x"]) for t in gantt["data"])
+    at.slider(key="learn_step").set_value(0).run()
+    n_first = sum(len(t["x"]) for t in _charts(at)[0]["data"])
+    assert n_first < n_last
+    at.button(key="_learn_next").click().run()
+    assert at.session_state["learn_step"] == 1
+    sc = ppd_core.parse(_share_link(at).split("&learn_")[0])
+    assert sc.conversations == 2
+
+
+def test_learn_page_bad_parameters():
+    at = _app({"learn_step": "abc", "learn_prefills": "3", "conversations": "500"}, page="pages/learn.py")
+    ws = _warnings(at)
+    for key in ("learn_step", "learn_prefills", "conversations"):
+        assert any(f"`{key}`" in w for w in ws), (key, ws)
+    assert at.session_state["conversations"] == 8
+    assert at.session_state["learn_prefills"] == "1"
+
+
+def test_page_links_carry_the_scenario():
+    at = _app({"conversations": "30"})
+    at.slider(key="qps").set_value(7.0).run()
+    links = {pl.proto.page: pl.proto.query_string for pl in at.get("page_link")}
+    assert ppd_core.parse(links["sweep"]) == Scenario(qps=7.0, conversations=30)
+    assert ppd_core.parse(links["learn"]) == Scenario(qps=7.0)      # Learn picks its own handful
+    # following the link opens the page on that scenario
+    at2 = _app(dict(kv.split("=") for kv in links["sweep"].split("&")), page="pages/sweep.py")
+    assert ppd_core.parse(_share_link(at2)) == Scenario(qps=7.0, conversations=30)
