@@ -309,10 +309,11 @@ def _pairs_from(source: Any) -> list[tuple[str, Any]]:
         item = str(item)
         if len(item) > MAX_QUERY_CHARS:
             raise ScenarioError("argument", f"{len(item)} characters exceed the cap of {MAX_QUERY_CHARS}")
+        head = item.split("=", 1)[0]   # a shared URL: its query has '=' too, so look before the first one
+        if "?" in head or "://" in head:
+            pairs.extend(_pairs_from(item))
+            continue
         if "=" not in item:
-            if "?" in item or "://" in item:
-                pairs.extend(_pairs_from(item))
-                continue
             raise ScenarioError(item[:40], "expected KEY=VALUE (or a whole shared URL)")
         k, v = item.split("=", 1)
         pairs.append((k.strip(), v))
