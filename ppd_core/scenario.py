@@ -68,6 +68,21 @@ def _fmt(x: Any) -> str:
     return repr(x) if isinstance(x, float) else str(x)
 
 
+def _brief(raw: Any, n: int = 40) -> str:
+    """At most ``n`` characters of ``str(raw)`` for a message; never raises (``str()`` of an int of more than
+    4,300 digits does)."""
+    try:
+        return str(raw)[:n]
+    except ValueError:
+        return f"<{type(raw).__name__} too long to show>"
+
+
+def _key_label(raw: Any) -> str:
+    """An unknown key as shown in an error: printable and non-empty, so the message stays one line."""
+    text = _brief(raw)
+    return text if text and text.isprintable() else repr(text)
+
+
 def _gpu_names() -> tuple[str, ...]:
     return tuple(catalog.gpus())
 
@@ -136,14 +151,15 @@ def _coerce(spec: FieldSpec, raw: Any) -> Any:
             raise ScenarioError(key, f"must be {spec.allowed()}")
         return parse_layout(raw, key).text
     if spec.kind == "choice":
-        text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
+        text = (raw.strip() if isinstance(raw, str) else _brief(raw, 64)
+                if isinstance(raw, int) and not isinstance(raw, bool) else None)
         choices = spec.choice_list()
         if text not in choices:
             # case-insensitive match is accepted and canonicalised
             low = {c.lower(): c for c in choices}
             if text is not None and text.lower() in low:
                 return low[text.lower()]
-            shown = repr(str(raw)[:40])
+            shown = repr(_brief(raw))
             raise ScenarioError(key, f"{shown} is not allowed; must be {spec.allowed()}")
         return text
     if spec.kind == "floats":
@@ -161,12 +177,12 @@ def _number(spec: FieldSpec, raw: Any, typ: type) -> Any:
     try:
         value = float(raw.strip()) if isinstance(raw, str) else float(raw)
     except (TypeError, ValueError, OverflowError):
-        raise ScenarioError(key, f"{str(raw)[:40]!r} is not a number; must be {spec.allowed()}") from None
+        raise ScenarioError(key, f"{_brief(raw)!r} is not a number; must be {spec.allowed()}") from None
     if not math.isfinite(value):
-        raise ScenarioError(key, f"{str(raw)[:40]!r} is not finite; must be {spec.allowed()}")
+        raise ScenarioError(key, f"{_brief(raw)!r} is not finite; must be {spec.allowed()}")
     if typ is int:
         if not value.is_integer():
-            raise ScenarioError(key, f"{str(raw)[:40]!r} is not an integer; must be {spec.allowed()}")
+            raise ScenarioError(key, f"{_brief(raw)!r} is not an integer; must be {spec.allowed()}")
         value = int(value)
     _check_range(spec, value)
     return value
@@ -302,7 +318,10 @@ def _pairs_from(source: Any) -> list[tuple[str, Any]]:
         if len(text) > MAX_QUERY_CHARS:
             raise ScenarioError("query", f"{len(text)} characters exceed the cap of {MAX_QUERY_CHARS}")
         if "://" in text or text.startswith("/") or "?" in text:
-            text = urlsplit(text).query if "://" in text or text.startswith("/") else text.split("?", 1)[1]
+            try:
+                text = urlsplit(text).query if "://" in text or text.startswith("/") else text.split("?", 1)[1]
+            except ValueError as exc:   # e.g. "http://[::1" (unclosed IPv6 host)
+                raise ScenarioError("query", f"not a valid URL ({_brief(exc, 60)!r})") from None
         return parse_qsl(text, keep_blank_values=True)
     pairs = []
     for item in source:
@@ -314,7 +333,7 @@ def _pairs_from(source: Any) -> list[tuple[str, Any]]:
             pairs.extend(_pairs_from(item))
             continue
         if "=" not in item:
-            raise ScenarioError(item[:40], "expected KEY=VALUE (or a whole shared URL)")
+            raise ScenarioError(_key_label(item), "expected KEY=VALUE (or a whole shared URL)")
         k, v = item.split("=", 1)
         pairs.append((k.strip(), v))
     return pairs
@@ -325,7 +344,7 @@ def parse(source: str | Mapping[str, Any] | Iterable[str]) -> Scenario:
     values: dict[str, Any] = {}
     for k, v in _pairs_from(source):
         if k not in SPEC:
-            raise ScenarioError(str(k)[:40], f"unknown key; allowed keys: {', '.join(SPEC)}")
+            raise ScenarioError(_key_label(k), f"unknown key; allowed keys: {', '.join(SPEC)}")
         values[k] = _coerce(SPEC[k], v)
     return Scenario(**values)
 
@@ -341,7 +360,7 @@ def parse_lenient(source: str | Mapping[str, Any] | Iterable[str]) -> tuple[Scen
     values: dict[str, Any] = {}
     for k, v in pairs:
         if k not in SPEC:
-            problems.append(ScenarioError(str(k)[:40], "unknown key, ignored"))
+            problems.append(ScenarioError(_key_label(k), "unknown key, ignored"))
             continue
         spec = SPEC[k]
         try:
@@ -350,7 +369,7 @@ def parse_lenient(source: str | Mapping[str, Any] | Iterable[str]) -> tuple[Scen
             near = _clamp(spec, v)
             if near is not None:
                 values[k] = near
-                problems.append(ScenarioError(k, f"{str(v)[:40]!r} out of range, using nearest allowed "
+                problems.append(ScenarioError(k, f"{_brief(v)!r} out of range, using nearest allowed "
                                                  f"{render_value(near)} ({spec.allowed()})"))
             else:
                 problems.append(ScenarioError(k, f"{str(exc).split(': ', 1)[1]}; using default "

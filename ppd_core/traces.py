@@ -46,9 +46,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Union
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -70,7 +71,7 @@ MAX_TRACE_SPAN_S = MAX_ARRIVAL_SPAN_S         # conversation arrivals within one
 
 CSV_COLUMNS = ("conversation", "turn", "arrival", "input_tokens", "output_tokens")
 
-TraceSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
+TraceSource = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
 
 _FORMATS_HELP = (
     "expected one of: ShareGPT/WildChat JSON (a list or JSONL of "
@@ -128,7 +129,7 @@ def assign_arrivals(convs: Iterable[Conversation], qps: float, seed: int) -> tup
     todo = [i for i, c in enumerate(out) if c.arrival_s < 0]
     rng = np.random.Generator(np.random.PCG64(seed))
     times = np.cumsum(rng.exponential(1.0 / qps, size=len(todo)))
-    for i, t in zip(todo, times):
+    for i, t in zip(todo, times, strict=True):
         out[i] = replace(out[i], arrival_s=float(t))
     return _renumber((c.arrival_s, c.turns) for c in out)
 
@@ -304,7 +305,7 @@ def _sharegpt_records(text: str, label: str) -> Iterator[tuple[int, Any]]:
         return
     # A JSON list, decoded one element at a time so each record knows its line number.
     decoder = json.JSONDecoder()
-    pos, line, seen = start + 1, 1 + text.count("\n", 0, start), start
+    pos, line_no, seen = start + 1, 1 + text.count("\n", 0, start), start
 
     def skip_ws(i: int) -> int:
         while i < len(text) and text[i] in " \t\r\n":
@@ -312,10 +313,10 @@ def _sharegpt_records(text: str, label: str) -> Iterator[tuple[int, Any]]:
         return i
 
     def line_at(i: int) -> int:
-        nonlocal line, seen
-        line += text.count("\n", seen, i)
+        nonlocal line_no, seen
+        line_no += text.count("\n", seen, i)
         seen = i
-        return line
+        return line_no
 
     def fail(i: int, msg: str) -> TraceError:
         return TraceError(f"malformed JSON ({msg}); a ShareGPT file is a JSON list of conversation objects",
@@ -428,7 +429,7 @@ def _mooncake_request(obj: Any, line: int, label: str) -> _Request:
         raise TraceError(f"timestamp {_show(ts)} is not allowed; must be a number >= 0 (milliseconds)",
                          line=line, source=label)
     ids = obj.get("hash_ids", [])
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+    if not isinstance(ids, list) or not all(type(i) is int for i in ids):   # json gives exact ints; no bools
         raise TraceError("hash_ids must be a list of integers", line=line, source=label)
     return _Request(line, float(ts), _tokens(obj["input_length"], "input_length", line, label),
                     _tokens(obj["output_length"], "output_length", line, label), tuple(ids))
@@ -445,24 +446,29 @@ def _parse_mooncake(text: str, label: str) -> list[tuple[float, list[Turn]]]:
     convs: list[_Builder] = []
     last: list[_Request] = []          # per conversation: its latest request
     last_seq: list[int] = []           # per conversation: position of that request in time order
-    # (len, chained hash) of each conversation's latest hash_ids -> those conversations, most recent last.
-    # Chained hashes give every prefix of a request in one pass; a hit is confirmed by comparing the ids.
-    by_key: dict[tuple[int, int], list[int]] = {}
+    last_key: list[int] = []           # per conversation: chained hash of that request's hash_ids
+    # Chained hash of each conversation's latest hash_ids -> those conversations, oldest first. Chaining gives
+    # the hash of every prefix of a request in one pass (linear, whatever the ids); a hit is confirmed by
+    # comparing the ids, so a hash collision can never merge conversations.
+    by_key: dict[int, list[int]] = {}
     for seq, req in enumerate(requests):
         ids, h, best = req.hash_ids, 0, -1
-        for k in range(1, len(ids) + 1):
-            if k > 1:
-                for ci in reversed(by_key.get((k - 1, h), ())):
-                    if last[ci].hash_ids == ids[:k - 1] and (best < 0 or last_seq[ci] > last_seq[best]):
+        for k, block in enumerate(ids):
+            candidates = by_key.get(h) if k else None   # h is the hash of ids[:k], a proper prefix
+            if candidates:
+                for ci in reversed(candidates):
+                    if best >= 0 and last_seq[ci] < last_seq[best]:
+                        break   # the rest of the list is older still
+                    if last[ci].hash_ids == ids[:k]:
                         best = ci
                         break
-            h = hash((h, ids[k - 1]))
+            h = hash((h, block))
         if best >= 0:
             prev = last[best]
-            old = by_key[(len(prev.hash_ids), _chain_hash(prev.hash_ids))]
+            old = by_key[last_key[best]]
             old.remove(best)
             if not old:
-                del by_key[(len(prev.hash_ids), _chain_hash(prev.hash_ids))]
+                del by_key[last_key[best]]
             conv = convs[best]
             conv.turns.append(Turn(max(1, req.input_len - prev.input_len - prev.output_len), req.output_len))
             _check_turns(len(conv.turns), req.line, label, f"the conversation starting at line {conv.line}")
@@ -473,18 +479,12 @@ def _parse_mooncake(text: str, label: str) -> list[tuple[float, list[Turn]]]:
             convs.append(_Builder(arrival, req.line, [Turn(req.input_len, req.output_len)]))
             last.append(req)
             last_seq.append(seq)
+            last_key.append(h)
             _check_counts(len(convs), 0, req.line, label)
-        last[best], last_seq[best] = req, seq
+        last[best], last_seq[best], last_key[best] = req, seq, h
         if ids:
-            by_key.setdefault((len(ids), h), []).append(best)
+            by_key.setdefault(h, []).append(best)
     return [(c.arrival, c.turns) for c in convs]
-
-
-def _chain_hash(ids: tuple[int, ...]) -> int:
-    h = 0
-    for i in ids:
-        h = hash((h, i))
-    return h
 
 
 # ---- CSV -----------------------------------------------------------------------------------------------
@@ -495,12 +495,14 @@ def _csv_number(raw: str, what: str, line: int, label: str, allowed: str) -> flo
         kind = "not finite" if text.lower().lstrip("+-") in ("nan", "inf", "infinity") else "not a number"
         raise TraceError(f"{what} {_show(text)} is {kind}; must be {allowed}", line=line, source=label)
     value = float(text)
-    if not math.isfinite(value):
-        raise TraceError(f"{what} {_show(text)} is not finite; must be {allowed}", line=line, source=label)
+    if not math.isfinite(value):   # a decimal too large for a float
+        raise TraceError(f"{what} {_show(text)} is out of range; must be {allowed}", line=line, source=label)
     return value
 
 
 def _csv_int(raw: str, what: str, line: int, label: str, hi: int, allowed: str) -> int:
+    if raw.isascii() and raw.isdigit() and 0 < len(raw) <= 7 and 1 <= int(raw) <= hi:   # the common case
+        return int(raw)
     value = _csv_number(raw, what, line, label, allowed)
     if not value.is_integer():
         raise TraceError(f"{what} {_show(raw.strip())} is not an integer; must be {allowed}", line=line, source=label)
@@ -520,7 +522,7 @@ def _parse_csv(text: str, label: str) -> list[tuple[float, list[Turn]]]:
     try:
         for row in reader:
             line = reader.line_num
-            if not any(cell.strip() for cell in row):
+            if not row or (len(row) == 1 and not row[0].strip()):   # a blank line
                 continue
             if not col:
                 names = [c.strip().strip('"').strip().lower() for c in row]
