@@ -198,6 +198,13 @@ class Simulator:
     def start_transfer(self, req: Request, t: float) -> None:
         """Called by D once it holds a KV reservation for the request."""
         req.kv_bytes = req.prompt * self.pm.kv_bytes_per_token
+        if self.pm.p.kv_recv_blocks_decode >= 0.5:
+            # P2pNccl receives KV inside D's forward step: D's batch pauses until the KV is in
+            d = self.nodes[req.decode_node]
+            req.blocks_decode = True
+            d.blocked += 1
+            if d.busy and d.seg is not None:
+                d.interrupt(t)
         self.fabric.start(req, req.prefill_node, req.decode_node, req.kv_bytes, t)
 
     def _transfer_done(self, req: Request, start: float, t: float) -> None:
@@ -209,10 +216,10 @@ class Simulator:
         d = self.nodes[req.decode_node]
         if self.spans is not None:
             self.spans.append((f"{p.name}->{d.name}", "link", start, t, "transfer", str(req.conv)))
-        if not req.aborted and self.pm.p.kv_recv_blocks_decode > 0:
-            d.stall += self.pm.p.kv_recv_blocks_decode * (t - start)
-            if d.busy and d.seg is not None:
-                d.interrupt(t)   # the stall lands on D's next step, as in the step-by-step oracle
+        if req.blocks_decode:
+            d.blocked -= 1
+            if not d.blocked:
+                d.kick(t)
         self._gate(req, t)
 
     def _gate(self, req: Request, t: float) -> None:

@@ -25,7 +25,7 @@ BLOCK = 16  # vLLM KV block size: prefix-cache hits are whole blocks
 class Node:
     __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "used", "cache", "cache_tokens", "waiting",
                  "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg", "iter",
-                 "stall", "busy_time", "iterations", "mbt", "max_seqs", "exact", "decode_capable", "dirty")
+                 "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact", "decode_capable", "dirty")
 
     def __init__(self, nid: int, role: str, name: str, sim: "Simulator", pm, max_batched_tokens: int,
                  max_seqs: int = 1024, exact: bool = False):
@@ -44,7 +44,7 @@ class Node:
         self.version = 0
         self.seg: tuple | None = None       # (start, k, a, b) of the decode segment in progress
         self.iter: list | None = None       # [(request, tokens)] of the mixed iteration in progress
-        self.stall = 0.0                    # pending stall (s) from inbound KV loads, added to the next iteration
+        self.blocked = 0                    # inbound KV transfers in flight that pause this node's batch
         self.busy_time = 0.0
         self.iterations = 0
         self.mbt = max_batched_tokens
@@ -182,7 +182,11 @@ class Node:
 
     def start_iteration(self, now: float) -> None:
         self._drop_aborted(now)
-        stall, self.stall = self.stall, 0.0
+        if self.blocked:
+            # a blocking KV receive is in progress (P2pNccl loads KV inside the step): wait for it
+            self.busy = False
+            self.iter = self.seg = None
+            return
         if self.prefill_q:
             budget = self.mbt - self.n_dec
             chunks, spec = [], []
@@ -194,7 +198,9 @@ class Node:
                 chunks.append((req, n))
                 spec.append((n, req.done_prefill, req.full_prefill))
             if chunks:
-                t = stall + self.pm.iteration(spec, self.n_dec, self.ctx_sum())
+                t = self.pm.iteration(spec, self.n_dec, self.ctx_sum())
+                if self.role == "P":   # P's step waits for each finished request's KV send to be queued
+                    t += self.pm.p_send_s * sum(1 for req, n in chunks if n == req.remaining_prefill)
                 self.busy, self.iter, self.seg = True, chunks, None
                 self.version += 1
                 self.busy_time += t
@@ -207,17 +213,11 @@ class Node:
             a, b = self.pm.decode_coeffs(self.n_dec)
             a = a + b * self.ctx_sum()
             b = b * self.n_dec
-            if stall:
-                # the inbound KV load stalls the first step; fold it into a one-step segment
-                k = 1
-                a += stall
             end = now + k * a + b * k * (k - 1) * 0.5
             self.busy, self.iter, self.seg = True, None, (now, k, a, b)
             self.version += 1
             self.sim.push(end, 2, self, self.version)
             return
-        if stall:
-            self.busy_time += stall
         self.busy = False
         self.iter = self.seg = None
 

@@ -4,13 +4,14 @@ An iteration runs a mixed batch (vLLM V1 continuous batching with chunked prefil
 with ``new`` tokens attending over ``cached`` earlier tokens, plus ``B`` decode tokens whose contexts sum to
 ``C``. Its time is
 
-    t_iter + linear(T) + attention_prefill + kv_read(C) + interference
+    t_iter + linear(T) + seqs * t_seq + attention_prefill + kv_read(C) + interference
 
 * ``linear(T)``: the transformer GEMMs for ``T`` = prefill tokens + decode tokens. Weight reads and FLOPs
   are combined as a 2-norm, sqrt(mem^2 + comp^2): the roofline max() with a smooth ridge, which matches
   Vidur's H100 per-token-count profile within ~20 % from 1 to 4k tokens (perf-model.md 4.7).
 * ``attention_prefill``: 4 * layers * heads * head_dim FLOPs per (query, key) pair, causal within the chunk.
 * ``kv_read(C)``: decode attention reads every context token's KV once per step.
+* ``t_seq``: per-sequence CPU work in every iteration (sampling, detokenising, streaming through the proxy).
 * ``interference``: the *measured* extra slowdown a prefill inflicts on co-batched decodes that FLOPs alone
   do not explain (PPD paper Fig.2: +~48 % TPOT for one 1,024-token full prefill at decode batch 200, +~2 % for
   an append-prefill). Charged per decode request in the iteration: ``kappa_full`` for a full prefill
@@ -19,7 +20,8 @@ with ``new`` tokens attending over ``cached`` earlier tokens, plus ``B`` decode 
 Per-request costs outside the GPU (calibrated on the measured H100 data, see README "Fidelity"):
 ``api_ms`` + ``api_us_per_token`` x prompt per HTTP hop (proxy, API server, tokenising the whole prompt),
 ``pd_handoff_ms`` + ``pd_us_per_token`` x prompt on the PD path (P's 1-token completion, the second hop,
-the KV connector's per-layer receive).
+the KV connector's per-layer receive), and ``p_send_ms`` of P engine time per PD request (P's step waits
+until the request's KV has been handed to the connector).
 """
 from __future__ import annotations
 
@@ -44,13 +46,15 @@ class PerfParams:
     eta_attn: float = 0.45        # prefill attention kernel efficiency
     eta_kv: float = 0.70          # HBM efficiency of decode KV reads
     t_iter_ms: float = 1.8        # per-iteration fixed cost: scheduling, sampling, kernel launches
+    t_seq_us: float = 60.0        # per sequence per iteration: sampling, detokenising, streaming the token
     api_ms: float = 20.0          # per HTTP hop: proxy + API server + first streamed chunk
     api_us_per_token: float = 7.0  # per prompt token per hop: tokenising and hashing the whole prompt
     pd_handoff_ms: float = 55.0   # PD path extra: P's 1-token completion returns, second hop to D
     pd_us_per_token: float = 3.5  # PD path extra per prompt token: KV connector per-layer receive on D
+    p_send_ms: float = 10.0       # P's engine blocked per PD request after its prefill (wait_for_save of the KV send)
     kappa_full_ms: float = 4.0    # interference per decode request of a full prefill in the iteration
     kappa_append_ms: float = 0.05  # interference per decode request per 1,024 appended tokens
-    kv_recv_blocks_decode: float = 1.0  # share of an inbound KV transfer that stalls D's batch (P2pNccl: 1)
+    kv_recv_blocks_decode: float = 1.0  # 1: D's batch pauses while KV flows into it (P2pNccl); 0: overlapped
     activation_gb: float = 2.0    # per-GPU memory kept free of KV for activations and CUDA graphs
 
     @staticmethod
@@ -74,7 +78,8 @@ class PerfModel:
     """Iteration-time model for one (gpu, model, tp). Immutable after construction; cheap to call."""
 
     __slots__ = ("gpu", "model", "tp", "p", "kv_bytes_per_token", "_mem_s", "_flop_s_per_token",
-                 "_attn_s_per_pair", "_kv_s_per_token", "_t0", "_lm_head_s", "kv_capacity_tokens")
+                 "_attn_s_per_pair", "_kv_s_per_token", "_t0", "_lm_head_s", "kv_capacity_tokens", "_seq_s",
+                 "p_send_s")
 
     def __init__(self, gpu: GPU, model: Model, tp: int, params: PerfParams, gpu_mem_util: float = 0.85):
         self.gpu, self.model, self.tp, self.p = gpu, model, tp, params
@@ -88,6 +93,8 @@ class PerfModel:
         self._kv_s_per_token = model.kv_bytes_per_token / (hbm * params.eta_kv)
         allreduce = TP_ALLREDUCE_US_PER_LAYER * 1e-6 * model.layers if tp > 1 else 0.0
         self._t0 = params.t_iter_ms * 1e-3 + allreduce
+        self._seq_s = params.t_seq_us * 1e-6
+        self.p_send_s = params.p_send_ms * 1e-3
         free = (gpu.memory_gb * 1e9 * gpu_mem_util - params.activation_gb * 1e9) * tp - model.weight_bytes
         self.kv_capacity_tokens = int(free // model.kv_bytes_per_token) if free > 0 else 0
 
@@ -98,7 +105,7 @@ class PerfModel:
 
     def decode_coeffs(self, batch: int) -> tuple[float, float]:
         """(a, b) with decode-only step time = a + b * (sum of the batch's context lengths)."""
-        return self._t0 + self.linear(batch, batch), self._kv_s_per_token
+        return self._t0 + self.linear(batch, batch) + batch * self._seq_s, self._kv_s_per_token
 
     def iteration(self, chunks: list[tuple[int, int, bool]], batch: int, ctx_sum: int) -> float:
         """Time of one mixed iteration. ``chunks``: (new tokens, cached tokens, is_full_prefill) per prefill
@@ -114,7 +121,8 @@ class PerfModel:
                 full_tokens += new
             else:
                 append_tokens += new
-        t = self._t0 + self.linear(new_total + batch, batch + len(chunks))
+        seqs = batch + len(chunks)
+        t = self._t0 + self.linear(new_total + batch, seqs) + seqs * self._seq_s
         t += pairs * self._attn_s_per_pair + ctx_sum * self._kv_s_per_token
         if batch and (full_tokens or append_tokens):
             t += batch * self.interference_per_request(full_tokens, append_tokens)

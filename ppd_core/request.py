@@ -13,7 +13,7 @@ class Request:
     __slots__ = ("rid", "conv", "turn", "sent", "new_input", "output", "prompt", "path", "prefill_node",
                  "decode_node", "cached", "prefill_tokens", "kv_bytes", "first_token", "finish", "status",
                  "aborted", "remaining_prefill", "done_prefill", "full_prefill", "generated", "gates",
-                 "reserved_on", "where", "prefill_done_at", "transfer_done_at")
+                 "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode")
 
     def __init__(self, rid: int, conv: int, turn: int, sent: float, new_input: int, output: int, prompt: int):
         self.rid = rid
@@ -42,3 +42,4 @@ class Request:
         self.where = ""                 # coarse location, for debugging and aborts
         self.prefill_done_at = -1.0
         self.transfer_done_at = -1.0
+        self.blocks_decode = False      # its inbound transfer pauses the decode node's batch

@@ -42,9 +42,9 @@ SCENARIOS = {
     "arrival-window": (dict(layout="3P_1D", policy="ppd", qps=6, arrival_window_s=5), {"all_ok"}),
     "turns3-cc5-think": (dict(layout="2P_2pD", workload="small_short_gen", turns=3, conversations=30,
                               client_concurrency=5, think_time_s=1.0), {"all_ok"}),
-    # 0.5 GB/s: 400 MB transfers queue on the links, requests time out mid-prefill on D
-    "lowbw-fair-timeouts": (dict(layout="2P_2D", policy="pd", bandwidth_gbps=0.5, workload="large_huge_paste",
-                                 conversations=30, qps=8), {"timeout", "transfers"}),
+    # 0.1 GB/s: 270-400 MB transfers queue on the links for seconds each, requests time out behind them
+    "lowbw-fair-timeouts": (dict(layout="2P_2D", policy="pd", bandwidth_gbps=0.1, workload="large_huge_paste",
+                                 conversations=30, qps=8, timeout_s=60), {"timeout", "transfers"}),
     "lowbw-independent": (dict(layout="2P_2D", policy="pd", bandwidth_gbps=0.5, link_sharing="independent",
                                workload="large_huge_paste", conversations=30, qps=8), {"all_ok", "transfers"}),
     # ~5.6k KV tokens per node: P's queue waits for memory that KV transfers free
