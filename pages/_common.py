@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import quote
@@ -252,14 +253,16 @@ def validate_url(ctrls: Mapping[str, Control], extra_keys: Sequence[str] = (),
     """Validate the raw URL against the scenario spec and the page's widget ranges.
 
     Returns the scenario the URL asks for (after fixing bad values) and one warning line per rejected
-    parameter. Seeds ``st.session_state`` for every parameter whose widget would not show the fixed value,
-    so the widgets render the nearest allowed value or the default. Must run before the widgets.
-    ``extra_keys``: the page's own (non-scenario) keys; ``render_extra`` validates those. ``seed_all``: seed
-    every URL key (on arrival from another page the shared widgets keep their session values, and the URL
-    of a page link must win).
+    parameter. Must run before the widgets. The URL is authoritative only for a widget that has no state
+    yet in this session (a freshly opened link) or when ``seed_all`` (arrival from another page, where the
+    shared widgets still hold their old values); later the widgets are, and the URL merely follows them.
+    For those fresh keys it seeds ``st.session_state`` whenever the widget would not show the fixed value
+    (invalid, clamped, canonicalised or repeated), so the widgets render the nearest allowed value or the
+    default. ``extra_keys``: the page's own (non-scenario) keys; ``render_extra`` validates those.
     """
     raw, repeated = _raw_params()
     warnings: list[str] = []
+    fresh = {k for k in raw if seed_all or k not in st.session_state}
     known = {k: v for k, v in raw.items() if k in SPEC}
     unknown = [k for k in raw if k not in SPEC and k not in extra_keys and k.lower() not in EMBED_KEYS]
     for k in unknown[:MAX_WARNINGS]:
@@ -269,7 +272,7 @@ def validate_url(ctrls: Mapping[str, Control], extra_keys: Sequence[str] = (),
     for k in unknown:
         del st.query_params[k]          # unbound, so it may be removed: keeps the address bar clean
     for k in repeated:
-        if k in SPEC:
+        if k in SPEC and k in fresh:
             warnings.append(f"`{k}`: given {len(st.query_params.get_all(k))} times; using the last value "
                             f"{_short(raw[k])!r}.")
 
@@ -298,14 +301,15 @@ def validate_url(ctrls: Mapping[str, Control], extra_keys: Sequence[str] = (),
         sc, more = parse_lenient({**sc.to_dict(), **fixes})
         for p in more:
             messages.setdefault(p.key, _short(str(p).split(": ", 1)[-1], 300))
-    warnings.extend(f"`{k}`: {m}." if not m.endswith(".") else f"`{k}`: {m}" for k, m in messages.items())
+    warnings.extend(f"`{k}`: {m}" + ("" if m.endswith(".") else ".")
+                    for k, m in messages.items() if k in fresh or k not in raw)
 
-    # Seed every widget whose URL text would not show the fixed value (invalid, clamped, canonicalised,
-    # repeated). Widgets that would reject the raw value then use the seed; those that would accept it
-    # anyway (free text) get corrected by one rerun (see ``finish_url_sync``).
+    # Seed every fresh widget whose URL text would not show the fixed value. Widgets that would reject the
+    # raw value then use the seed; those that would accept it anyway (free text) are corrected by one rerun
+    # (``finish_url_sync``).
     seeded = {}
     for k, ctrl in ctrls.items():
-        if k not in raw:
+        if k not in raw or k not in fresh:
             continue
         want = to_widget(ctrl, getattr(sc, k))
         if seed_all or raw[k] != render_value(want) or k in repeated:
@@ -338,16 +342,18 @@ def _validate_extra(c: Control, raw: str) -> tuple[Any, str | None]:
 
 def finish_url_sync() -> None:
     """After the widgets rendered: if a seeded widget still shows something else (a free-text widget took
-    the raw URL value on first load), rerun once so the seed wins and the binding rewrites the URL."""
+    the raw URL value on first load), rerun once with the seeds re-applied, so they win and the binding
+    rewrites the URL. The warnings of this run are carried over to the rerun."""
     seeded = st.session_state.get("_seeded") or {}
     off = {k: v for k, v in seeded.items() if st.session_state.get(k) != v}
-    if not off:
+    if not off or st.session_state.get("_url_reruns", 0) >= 2:
         st.session_state["_url_reruns"] = 0
         return
-    if st.session_state.get("_url_reruns", 0) < 2:
-        st.session_state["_url_reruns"] = st.session_state.get("_url_reruns", 0) + 1
-        st.session_state["_flash"] = st.session_state.get("_pending_warnings", [])
-        st.rerun()
+    st.session_state["_url_reruns"] = st.session_state.get("_url_reruns", 0) + 1
+    st.session_state["_reseed"] = seeded
+    st.session_state["_flash"] = list(st.session_state.get("_flash") or []) + list(
+        st.session_state.get("_pending_warnings") or [])
+    st.rerun()
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -356,13 +362,13 @@ def finish_url_sync() -> None:
 
 def _on_change(key: str) -> None:
     """Widget callback: refuse a value that makes the scenario invalid (free text, size caps) and keep the
-    last good one, with a one-line warning shown on the next run."""
+    last good one, with a one-line warning shown on the next run; canonicalise accepted free text."""
     good: dict = st.session_state.get("_good") or {}
     if key not in good:
         return
     values = dict(good)
     values[key] = st.session_state.get(key)
-    _, problems = parse_lenient({k: v for k, v in values.items() if k in SPEC})
+    sc, problems = parse_lenient({k: v for k, v in values.items() if k in SPEC})
     bad = [p for p in problems if p.key == key or key in ("conversations", "turns", "qps", "arrival_window_s")]
     if bad:
         shown = _short(st.session_state.get(key))
@@ -370,6 +376,10 @@ def _on_change(key: str) -> None:
         st.session_state["_flash"] = list(st.session_state.get("_flash") or []) + [
             f"`{key}`: {shown!r} refused ({_short(str(bad[0]).split(': ', 1)[-1], 200)}); kept "
             f"{render_value(good[key])}."]
+    elif key in SPEC and isinstance(values[key], str):
+        canonical = render_value(getattr(sc, key))
+        if canonical != values[key]:
+            st.session_state[key] = canonical       # e.g. layout 3P_1pD_2R -> 2R_3P_1pD, slo "200, 100" -> 100,200
 
 
 def _preset(bw: float, lat: float) -> None:
@@ -416,9 +426,18 @@ class PageState:
 def scenario_sidebar(page: str, extra_keys: Sequence[str] = (), show_presets: bool = True) -> PageState:
     """Validate the URL, draw every scenario control in the sidebar, and return the Scenario."""
     ctrls = controls_for(page)
-    flash = list(st.session_state.pop("_flash", None) or [])
-    arrived = st.session_state.get("_page") != page
+    prev = st.session_state.get("_page")
+    arrived = prev != page
     st.session_state["_page"] = page
+    for k, v in (st.session_state.pop("_reseed", None) or {}).items():
+        st.session_state[k] = v
+    if arrived and prev is not None:
+        # a key whose control differs between the pages (Learn's handful of conversations) restarts from
+        # this page's default unless the URL names it
+        for k, c in ctrls.items():
+            if k not in st.query_params and controls_for(prev).get(k) != c:
+                st.session_state[k] = c.default_value
+    flash = list(st.session_state.pop("_flash", None) or [])
     url_sc, warnings = validate_url(ctrls, extra_keys, seed_all=arrived)
     st.session_state["_pending_warnings"] = warnings
     sb = st.sidebar
@@ -603,7 +622,7 @@ def _delta(kind: str, d: float) -> str | None:
         return f"{d:+,.1f} ms vs PD"
     if kind == "pct":
         return f"{100 * d:+.1f} pp vs PD"
-    return ("+" if d >= 0 else "−") + fmt_bytes(abs(d)) + " vs PD"
+    return ("+" if d >= 0 else "-") + fmt_bytes(abs(d)) + " vs PD"
 
 
 def slo_label(key: str) -> str:
@@ -626,7 +645,9 @@ def headline_cards(summaries: Mapping[str, dict], per_row: int = 4) -> None:
     for i in range(0, len(cards), per_row):
         cols = st.columns(per_row)
         for col, (label, value, delta, color, help_) in zip(cols, cards[i:i + per_row]):
-            col.metric(label, value, delta=delta, delta_color=color, help=help_.replace("**", ""), border=True)
+            flat = delta is not None and re.match(r"^[+-]0(\.0+)? ", delta) is not None
+            col.metric(label, value, delta=delta, delta_color="off" if flat else color,
+                       delta_arrow="off" if flat else "auto", help=help_.replace("**", ""), border=True)
 
 
 def summary_table(summaries: Mapping[str, dict], scenarios: Mapping[str, Scenario]) -> pd.DataFrame:
