@@ -13,7 +13,7 @@ import ppd_core.api
 from ppd_core.api import run
 from ppd_core import sweep
 from ppd_core.cli import main
-from ppd_core.errors import PPDError, ScenarioError
+from ppd_core.errors import ScenarioError
 from ppd_core.scenario import FIELDS, Scenario
 from ppd_core.sweep import (MAX_GRID, SweepError, expand_grid, flatten, parse_sweep_args, query_strings,
                             run_grid)
