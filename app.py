@@ -12,6 +12,7 @@ st.set_page_config(page_title="PPD Explorer", page_icon=":material/hub:", layout
 pg = st.navigation([
     st.Page("pages/explore.py", title="Explore", icon=":material/tune:", default=True),
     st.Page("pages/sweep.py", title="Sweep", icon=":material/show_chart:", url_path="sweep"),
+    st.Page("pages/advise.py", title="Advisor", icon=":material/travel_explore:", url_path="advise"),
     st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
 ])
 st.sidebar.caption(
