@@ -181,9 +181,9 @@ class Simulator:
         if req.path == PD:
             p = self.pick_p()
             req.prefill_node = p.nid
-            self.push(t + self.pm.hop(req.prompt), AT_NODE, p, req)
+            self.push(t + self.pm.hop(req.prompt, p.active_seqs()), AT_NODE, p, req)
         else:
-            self.push(t + self.pm.hop(req.prompt), AT_NODE, node, req)
+            self.push(t + self.pm.hop(req.prompt, node.active_seqs()), AT_NODE, node, req)
 
     # ---- PD path -----------------------------------------------------------------------------------------
     def prefill_done(self, req: Request, t: float, p: Node) -> None:
@@ -192,8 +192,9 @@ class Simulator:
             p.release(req)
             return
         req.gates = 2
-        self.push(t + self.pm.pd_handoff(req.prompt), HANDOFF, req)
-        self.nodes[req.decode_node].enqueue(req, t)
+        d = self.nodes[req.decode_node]
+        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
+        d.enqueue(req, t)
 
     def start_transfer(self, req: Request, t: float) -> None:
         """Called by D once it holds a KV reservation for the request."""

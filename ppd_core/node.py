@@ -57,6 +57,10 @@ class Node:
     def ctx_sum(self) -> int:
         return self.base_sum + self.n_dec * self.steps
 
+    def active_seqs(self) -> int:
+        """Sequences the node's API server is serving: decoding or admitted for prefill."""
+        return self.n_dec + len(self.prefill_q)
+
     def pending_prefill_tokens(self) -> int:
         return sum(r.remaining_prefill for r in self.prefill_q) + sum(r.prompt for r in self.waiting)
 

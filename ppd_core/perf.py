@@ -49,6 +49,8 @@ class PerfParams:
     t_seq_us: float = 60.0        # per sequence per iteration: sampling, detokenising, streaming the token
     api_ms: float = 20.0          # per HTTP hop: proxy + API server + first streamed chunk
     api_us_per_token: float = 7.0  # per prompt token per hop: tokenising and hashing the whole prompt
+    api_us_per_seq: float = 0.0   # per hop, per sequence already running on the target node: its API
+                                  # server's event loop is busy streaming their tokens
     pd_handoff_ms: float = 55.0   # PD path extra: P's 1-token completion returns, second hop to D
     pd_us_per_token: float = 3.5  # PD path extra per prompt token: KV connector per-layer receive on D
     p_send_ms: float = 10.0       # P's engine blocked per PD request after its prefill (wait_for_save of the KV send)
@@ -138,13 +140,15 @@ class PerfModel:
         return self.iteration([(new, cached, cached == 0)], 0, 0)
 
     # ---- per-request overheads (seconds) -------------------------------------------------------------
-    def hop(self, prompt_tokens: int) -> float:
-        return 1e-3 * self.p.api_ms + 1e-6 * self.p.api_us_per_token * prompt_tokens
+    def hop(self, prompt_tokens: int, active_seqs: int = 0) -> float:
+        """One HTTP hop to a node running ``active_seqs`` sequences: proxy, API server, tokenising."""
+        return 1e-3 * self.p.api_ms + 1e-6 * (self.p.api_us_per_token * prompt_tokens
+                                              + self.p.api_us_per_seq * active_seqs)
 
-    def pd_handoff(self, prompt_tokens: int) -> float:
+    def pd_handoff(self, prompt_tokens: int, active_seqs: int = 0) -> float:
         """After P's prefill: P's response returns, the proxy re-sends to D, D's API tokenises, the
         connector receives per layer."""
-        return (1e-3 * self.p.pd_handoff_ms + self.hop(prompt_tokens)
+        return (1e-3 * self.p.pd_handoff_ms + self.hop(prompt_tokens, active_seqs)
                 + 1e-6 * self.p.pd_us_per_token * prompt_tokens)
 
 
