@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import os
 import re
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import quote
@@ -25,6 +29,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import ppd_core
 from ppd_core.errors import PPDError, ScenarioError
@@ -515,12 +520,65 @@ def cli_command(sc: Scenario) -> str:
 # Cached runs (st.cache_data keyed by the frozen Scenario: dataclasses hash by value)
 # --------------------------------------------------------------------------------------------------------
 
+def _worker_count() -> int:
+    """Simulation worker processes: ``PPD_DASHBOARD_WORKERS`` (0 = run in the server process), default: one
+    per core up to 3 (the scenario and its two baselines run side by side)."""
+    raw = os.environ.get("PPD_DASHBOARD_WORKERS", "")
+    if raw.strip().isdigit():
+        return min(int(raw), 8)
+    return min(3, os.cpu_count() or 1) if (os.cpu_count() or 1) > 1 else 0
+
+
+@st.cache_resource(show_spinner=False, on_release=lambda pool: pool and pool.shutdown(wait=False,
+                                                                                          cancel_futures=True))
+def worker_pool(n: int) -> ProcessPoolExecutor | None:
+    """A process pool for ppd_core runs (spawned, so no fork of the threaded server); warmed at creation."""
+    if n <= 0:
+        return None
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    for _ in range(n):      # import ppd_core in every worker now, not on the first slider move
+        pool.submit(ppd_core.run, Scenario(conversations=2, workload="small_tiny"))
+    return pool
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def simulate(sc: Scenario, record_spans: bool = False) -> dict:
-    """One ppd_core run, reduced to picklable parts (summary dict, records/nodes/spans DataFrames)."""
-    res = ppd_core.run(sc, record_spans=record_spans)
+    """One ppd_core run, reduced to picklable parts (summary dict, records/nodes/spans DataFrames). Runs in
+    the worker pool when there is one, so several scenarios can run at once (see ``parallel_map``)."""
+    pool = worker_pool(_worker_count())
+    if pool is None:
+        res = ppd_core.run(sc, record_spans=record_spans)
+    else:
+        res = pool.submit(ppd_core.run, sc, record_spans=record_spans).result()
     return {"summary": res.summary, "records": res.records, "nodes": res.nodes,
             "spans": res.spans if record_spans else None}
+
+
+def parallel_map(fn: Callable[[Any], Any], items: Sequence[Any],
+                 on_done: Callable[[int], None] | None = None) -> list:
+    """``[fn(x) for x in items]`` with up to (workers + 1) calls in flight. The calls are cached functions
+    whose misses run in the process pool, so threads only wait; each thread gets this run's script context
+    (st.cache_data needs it). ``on_done(k)`` is called in this thread after k results are in."""
+    n = _worker_count()
+    if n <= 0 or len(items) <= 1:
+        out = []
+        for i, x in enumerate(items, start=1):
+            out.append(fn(x))
+            if on_done:
+                on_done(i)
+        return out
+    ctx = get_script_run_ctx()
+
+    def call(x: Any) -> Any:
+        add_script_run_ctx(threading.current_thread(), ctx)
+        return fn(x)
+
+    with ThreadPoolExecutor(max_workers=n + 1, thread_name_prefix="ppd-sim") as ex:
+        futures = [ex.submit(call, x) for x in items]
+        if on_done:
+            for k, _ in enumerate(as_completed(futures), start=1):
+                on_done(k)
+        return [f.result() for f in futures]
 
 
 def baseline_scenarios(sc: Scenario) -> dict[str, Scenario]:
@@ -529,8 +587,9 @@ def baseline_scenarios(sc: Scenario) -> dict[str, Scenario]:
 
 
 def simulate_systems(sc: Scenario) -> dict[str, dict]:
-    """The scenario and its baselines, each cached separately."""
-    return {name: simulate(s) for name, s in baseline_scenarios(sc).items()}
+    """The scenario and its baselines, each cached separately, run side by side."""
+    scs = baseline_scenarios(sc)
+    return dict(zip(scs, parallel_map(simulate, list(scs.values()))))
 
 
 def _turn2_ok(records: pd.DataFrame) -> pd.DataFrame:
@@ -700,8 +759,7 @@ def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], m
                                          color=SYSTEM_COLORS.get(name), shape="hv"),
                                      hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + name + "</extra>"),
                           row=1, col=col)
-    unit = "ms"
-    fig.update_xaxes(title_text=f"{title} ({unit})", type="log")
+    fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", dtick="D2")
     fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%", row=1, col=1)
     fig.update_layout(title=f"{title} distribution (CDF)", height=360, margin=dict(t=60, b=40, l=50, r=10),
                       legend=dict(orientation="h", y=-0.25))
@@ -729,8 +787,8 @@ def by_turn_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario
                                  line=dict(color=color, dash="dot"), legendgroup=name,
                                  hovertemplate="turn %{x}: p90 %{y:.1f} ms<extra>" + name + "</extra>"))
     fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted; turns with ≥ 3 requests)",
-                      height=360, margin=dict(t=60, b=40, l=50, r=10), xaxis_title="turn index",
-                      yaxis_title=f"{title} (ms)", legend=dict(orientation="h", y=-0.25))
+                      height=380, margin=dict(t=60, b=40, l=50, r=10), xaxis_title="turn index",
+                      yaxis_title=f"{title} (ms, log scale)", yaxis_type="log", legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(dtick=1)
     return fig
 
@@ -762,19 +820,35 @@ def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str,
     return fig
 
 
-def frontier_figure(df: pd.DataFrame) -> go.Figure:
-    """Turn 2+ TTFT vs TPOT (p50 and mean) as w_tpot goes 0 -> 6, labelled with local share."""
-    d = df.sort_values("w_tpot")
-    labels = [f"w_tpot={w:g}<br>local {100 * s:.0f}%" for w, s in zip(d["w_tpot"], d["local_share"])]
+def frontier_figure(df: pd.DataFrame, refs: pd.DataFrame | None = None) -> go.Figure:
+    """Turn 2+ TTFT vs TPOT (mean, and p50 dotted) as w_tpot goes 0 -> 6, each point labelled with its local
+    share; ``refs`` (column ``label``) adds the x=0 and x=1 extremes as reference markers."""
+    d = df.sort_values("w_tpot").reset_index(drop=True)
+    # one label per distinct operating point (several weights often give the same decisions)
+    key = d[["tpot_mean", "ttft_mean"]].round(6).apply(tuple, axis=1)
+    labels = []
+    for i, k in enumerate(key):
+        same = d.loc[key == k, "w_tpot"]
+        first = same.index[0] == i
+        span = f"{same.min():g}" if len(same) == 1 else f"{same.min():g}–{same.max():g}"
+        labels.append(f"w_tpot {span}: local {100 * d.loc[i, 'local_share']:.0f}%" if first else "")
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=d["tpot_mean"], y=d["ttft_mean"], mode="lines+markers+text", text=labels,
-                             textposition="top right", textfont=dict(size=10), name="mean",
-                             line=dict(color=SYSTEM_COLORS["PPD"]),
-                             hovertemplate="TPOT %{x:.2f} ms, TTFT %{y:.1f} ms<br>%{text}<extra>mean</extra>"))
-    fig.add_trace(go.Scatter(x=d["tpot_ms_p50"], y=d["ttft_ms_p50"], mode="lines+markers", name="p50",
-                             line=dict(color=SYSTEM_COLORS["PPD"], dash="dot"), text=labels,
-                             hovertemplate="TPOT %{x:.2f} ms, TTFT %{y:.1f} ms<br>%{text}<extra>p50</extra>"))
-    fig.update_layout(title="Weights frontier: Turn 2+ TTFT vs TPOT as w_tpot goes 0 → 6", height=420,
+                             textposition="top right", textfont=dict(size=11), name="PPD mean (w_tpot 0 → 6)",
+                             line=dict(color=SYSTEM_COLORS["PPD"]), customdata=np.stack(
+                                 [d["w_tpot"], 100 * d["local_share"]], axis=-1),
+                             hovertemplate="w_tpot %{customdata[0]:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms, "
+                                           "local %{customdata[1]:.0f}%<extra>mean</extra>"))
+    fig.add_trace(go.Scatter(x=d["tpot_ms_p50"], y=d["ttft_ms_p50"], mode="lines+markers", name="PPD p50",
+                             line=dict(color=SYSTEM_COLORS["PPD"], dash="dot"), customdata=d["w_tpot"],
+                             hovertemplate="w_tpot %{customdata:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms"
+                                           "<extra>p50</extra>"))
+    if refs is not None and len(refs):
+        fig.add_trace(go.Scatter(x=refs["tpot_mean"], y=refs["ttft_mean"], mode="markers+text",
+                                 text=refs["label"], textposition="bottom center", name="extremes (mean)",
+                                 marker=dict(symbol="x", size=11, color="#555"),
+                                 hovertemplate="%{text}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms<extra></extra>"))
+    fig.update_layout(title="Weights frontier: Turn 2+ TTFT vs TPOT as w_tpot goes 0 → 6", height=440,
                       margin=dict(t=60, b=40, l=50, r=10), xaxis_title="Turn 2+ TPOT (ms)",
                       yaxis_title="Turn 2+ TTFT (ms)", legend=dict(orientation="h", y=-0.2))
     return fig
@@ -807,11 +881,12 @@ def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_en
             continue
         nodes = sorted(sp["node"].astype(str).unique(), key=_node_order)
         vis = sp[sp["start_s"] <= t_now + 1e-9]
+        min_w = max(t_end, 1e-6) * 0.004          # keep microsecond transfers visible at any zoom
         for kind, d in vis.groupby("kind", sort=False):
             end = np.minimum(d["end_s"].to_numpy(float), t_now)
             start = d["start_s"].to_numpy(float)
             fig.add_trace(go.Bar(
-                y=d["node"].astype(str), x=np.maximum(end - start, 1e-4) * 1e3, base=start * 1e3,
+                y=d["node"].astype(str), x=np.maximum(end - start, min_w) * 1e3, base=start * 1e3,
                 orientation="h", name=kind, legendgroup=kind, showlegend=kind not in shown_kinds,
                 marker=dict(color=KIND_COLORS.get(kind, "#7f7f7f"), line=dict(width=0.5, color="white")),
                 customdata=np.stack([d["conversations"].astype(str), start * 1e3,
@@ -920,12 +995,13 @@ def nav_links(sc: Scenario, here: str) -> None:
 def run_points(points: Sequence[tuple[dict, Scenario]], label: str) -> pd.DataFrame:
     """``point_stats`` for every (labels, scenario) with a progress bar; cached points are instant."""
     bar = st.progress(0.0, text=f"{label}: 0 / {len(points)}")
-    rows = []
-    for i, (labels, s) in enumerate(points, start=1):
-        rows.append({**labels, **point_stats(s)})
-        bar.progress(i / len(points), text=f"{label}: {i} / {len(points)} runs")
+
+    def done(k: int) -> None:
+        bar.progress(k / len(points), text=f"{label}: {k} / {len(points)} runs")
+
+    stats = parallel_map(point_stats, [s for _, s in points], on_done=done)
     bar.empty()
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{**labels, **st_} for (labels, _), st_ in zip(points, stats)])
 
 
 def has_d_nodes(sc: Scenario) -> bool:

@@ -56,7 +56,10 @@ if not C.has_d_nodes(sc) or sc.policy not in ("dynamic", "dynamic-table"):
             f"frontier uses {front_base.layout} with policy dynamic.")
 front_df = C.run_or_stop(lambda: C.run_points(
     [({"w_tpot": w}, front_base.with_(w_tpot=w)) for w in W_TPOT_GRID], "Weights frontier"))
-C.chart(C.frontier_figure(front_df), "sweep_frontier",
+refs = C.run_or_stop(lambda: C.run_points(
+    [({"label": "x=0 (policy pd)"}, front_base.with_(policy="pd")),
+     ({"label": "x=1 (policy ppd)"}, front_base.with_(policy="ppd"))], "Frontier extremes"))
+C.chart(C.frontier_figure(front_df, refs), "sweep_frontier",
         (note + "  \n" if note else "") + f"w_ttft = {front_base.w_ttft:g}. " + C.defs("s", "x", "local", "ttft", "tpot"))
 
 st.subheader("Export")

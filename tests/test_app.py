@@ -17,6 +17,13 @@ from conftest import APP, chromium_or_fail
 TIMEOUT = 120   # 2-core CI with other jobs: generous
 
 
+@pytest.fixture(autouse=True)
+def _in_process_runs(monkeypatch):
+    """AppTest runs the pages in this process: simulate here too, no worker pool (test_worker_pool_path
+    covers the pool)."""
+    monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "0")
+
+
 def _app(query: dict | None = None, page: str | None = None) -> AppTest:
     """A fresh session opened on ``page`` with ``query`` in the URL (like opening a shared link)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
@@ -264,3 +271,11 @@ def test_page_links_carry_the_scenario():
     # following the link opens the page on that scenario
     at2 = _app(dict(kv.split("=") for kv in links["sweep"].split("&")), page="pages/sweep.py")
     assert ppd_core.parse(_share_link(at2)) == Scenario(qps=7.0, conversations=30)
+
+
+def test_worker_pool_path(monkeypatch):
+    """The server default: the scenario and its baselines run side by side in spawned worker processes."""
+    monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "2")
+    at = _app({"conversations": "80", "qps": "3"})
+    summary = ppd_core.run(Scenario(conversations=80, qps=3.0)).summary
+    assert _metric(at, "Turn 2+ TTFT mean").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["mean"])
