@@ -30,9 +30,10 @@ def run_advisor(req: adv.AdviseRequest, trace_bytes: bytes | None, trace_name: s
             step[0] = done * MAX_PROGRESS_UPDATES // max(total, 1)
             bar.progress(done / max(total, 1), text=f"Simulating candidates… {done:,}/{total:,} runs")
 
-    result = adv.advise(req, trace=trace, progress=progress)
-    bar.empty()
-    return result
+    try:
+        return adv.advise(req, trace=trace, progress=progress)
+    finally:
+        bar.empty()
 
 
 def pareto_figure(ranked) -> go.Figure:

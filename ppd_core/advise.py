@@ -360,8 +360,12 @@ def _cmd_advise(args) -> int:
         base = base.with_(workload="trace")
     req = AdviseRequest(args.gpus, base, args.qps, args.slo_ttft_ms, args.slo_tpot_ms, args.weight_ttft,
                         args.weight_tpot)
-    adv = advise(req, trace=trace, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
-                 cache=not args.no_cache, progress=sweep.TextProgress("advise"))
+    bar = sweep.TextProgress("advise")
+    try:
+        adv = advise(req, trace=trace, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
+                     cache=not args.no_cache, progress=bar)
+    finally:
+        bar.close()
     print(format_advice(adv, args.top))
     if args.out:
         sweep.write_frame(adv.ranked, args.out)

@@ -423,7 +423,10 @@ def _run_dask(items, costs, trace, check, scheduler, workers, versions: set[str]
     from distributed import Client, LocalCluster, as_completed
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise SweepError(f"--scheduler {scheduler[:80]}: cannot reach a Dask scheduler ({exc})") from None
     else:
         cluster = LocalCluster(n_workers=workers or min(2, local_workers()), threads_per_worker=1,
                                processes=True, dashboard_address=None)
@@ -434,7 +437,14 @@ def _run_dask(items, costs, trace, check, scheduler, workers, versions: set[str]
         futures = [client.submit(_run_chunk, chunk, data, check, pure=False)
                    for chunk in _chunks(items, costs, n)]
         for fut in as_completed(futures):
-            worker_version, results = fut.result()
+            try:
+                worker_version, results = fut.result()
+            except (RuntimeError, ModuleNotFoundError) as exc:
+                if isinstance(exc, ModuleNotFoundError) or "deserializ" in str(exc):
+                    raise SweepError("the Dask scheduler or a worker cannot import ppd_core: start `dask scheduler` "
+                                     "and `dask worker` with this repository on PYTHONPATH and the same "
+                                     "requirements.txt") from exc
+                raise
             if worker_version not in versions:
                 raise SweepError(f"a Dask worker runs different ppd_core code (code version {worker_version}, "
                                  f"this client {min(versions)}); install the same commit on every worker")
@@ -488,6 +498,7 @@ class TextProgress:
         self.label, self.stream, self.width = label, stream or sys.stderr, width
         self.t0 = perf_counter()
         self.last = -1.0
+        self.open_line = False
 
     def __call__(self, done: int, total: int) -> None:
         now = perf_counter()
@@ -497,9 +508,17 @@ class TextProgress:
         frac = done / total if total else 1.0
         bar = "#" * round(frac * self.width)
         self.stream.write(f"\r{self.label} [{bar:<{self.width}}] {done:,}/{total:,} runs  {now - self.t0:5.1f} s")
-        if done >= total:
+        self.open_line = done < total
+        if not self.open_line:
             self.stream.write("\n")
         self.stream.flush()
+
+    def close(self) -> None:
+        """End a line left open by an interrupted run, so an error message starts on its own line."""
+        if self.open_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open_line = False
 
 
 def parse_sweep_args(pairs: Sequence[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -579,8 +598,11 @@ def _cmd_sweep(args) -> int:
         axes.pop("workload", None)
     grid = expand_grid(base, axes)
     bar = TextProgress("sweep")
-    df = run_grid(grid, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
-                  cache=not args.no_cache, progress=bar, trace=trace)
+    try:
+        df = run_grid(grid, executor=args.executor, scheduler=args.scheduler, workers=args.workers,
+                      cache=not args.no_cache, progress=bar, trace=trace)
+    finally:
+        bar.close()
     a = df.attrs
     print(f"{len(df):,} scenarios: {a['simulated']:,} simulated, {a['cache_hits']:,} from the cache, "
           f"{a['wall_s']:.1f} s", file=sys.stderr)

@@ -201,3 +201,15 @@ def test_page_trace_upload_good_and_bad():
     assert not at.exception and not at.error
     assert any("workload=trace" in c.value for c in at.caption)
     assert len(at.dataframe[0].value) == 8
+
+
+def test_page_reports_a_refused_run_in_one_line():
+    at = _page()
+    at.selectbox(key="adv_model").set_value("Llama-3.1-70B")
+    at.button[0].click().run()
+    assert not at.exception and not at.dataframe
+    assert len(at.error) == 1 and "do not fit" in at.error[0].value and "\n" not in at.error[0].value
+    at.selectbox(key="adv_tp").set_value("2")
+    at.selectbox(key="adv_gpus").set_value(1)
+    at.button[0].click().run()
+    assert at.error[0].value.startswith("n_gpus:")
