@@ -21,6 +21,7 @@ starts a fresh cache. Default directory: ``$PPD_CACHE_DIR`` or ``.cache/sweeps``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
@@ -28,6 +29,7 @@ import math
 import os
 import sys
 import threading
+import types
 import uuid
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -299,6 +301,27 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
+@contextlib.contextmanager
+def _workers_skip_main_script(ctx):
+    """While a spawn/forkserver pool starts its processes, hide a path-only ``__main__`` (a script run by a host
+    such as ``streamlit run``: no ``__spec__``) so the workers do not re-execute it as ``__mp_main__``; they
+    only need ppd_core. The real module is put back unless someone replaced it meanwhile. (Consequence: a
+    ``check`` callable must live in an importable module, not in such a script.)"""
+    main = sys.modules.get("__main__")
+    hide = (ctx.get_start_method() != "fork" and main is not None and getattr(main, "__spec__", None) is None
+            and getattr(main, "__file__", None) is not None)
+    if not hide:
+        yield
+        return
+    stand_in = types.ModuleType("__main__", "stand-in while ppd_core.sweep starts worker processes")
+    sys.modules["__main__"] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get("__main__") is stand_in:
+            sys.modules["__main__"] = main
+
+
 def local_workers() -> int:
     try:
         return len(os.sched_getaffinity(0)) or 1
@@ -408,9 +431,11 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
 
 def _run_local(items, costs, trace, check, n_workers, collect) -> None:
     chunks = _chunks(items, costs, n_workers)
-    ex = ProcessPoolExecutor(max_workers=n_workers, mp_context=_mp_context())
+    ctx = _mp_context()
+    ex = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx)
     try:
-        pending = {ex.submit(_run_chunk, chunk, trace, check) for chunk in chunks}
+        with _workers_skip_main_script(ctx):    # spawn/forkserver pools start their processes on submit
+            pending = {ex.submit(_run_chunk, chunk, trace, check) for chunk in chunks}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
