@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
+import threading
+import types
 from pathlib import Path
 
 import pandas as pd
@@ -126,6 +129,28 @@ def test_results_do_not_depend_on_workers_or_order(monkeypatch):
     assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
     backwards = run_grid(grid[::-1], workers=2, cache=False)
     _same(serial, backwards.iloc[::-1].reset_index(drop=True))
+
+
+def test_pool_workers_do_not_rerun_the_host_script(tmp_path, monkeypatch):
+    """Under a threaded host (streamlit run app.py: __main__ is a path-only module) the pool is spawned via
+    forkserver; its workers must not execute the host script again in bare mode."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "host.py"
+    script.write_text(f"open({str(marker)!r}, 'a').write('x')\n")
+    host = types.ModuleType("__main__")
+    host.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", host)
+    monkeypatch.setattr(sweep, "SERIAL_MAX_REQUESTS", 0)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)      # a second thread: no fork
+    other.start()
+    try:
+        df = run_grid(_grid()[:4], workers=2, cache=False)
+    finally:
+        stop.set()
+        other.join()
+    assert len(df) == 4 and not marker.exists()
+    assert sys.modules["__main__"] is host
 
 
 def test_cache_hits_skip_simulation_and_keep_the_frame(tmp_path, monkeypatch, stable_code):
