@@ -16,7 +16,12 @@ whatever the executor, worker count or cache state.
 Disk cache: Parquet files under ``<cache dir>/<code version>/``, one row per scenario keyed by a hash of
 the scenario's full query string (defaults included) and, for ``workload=trace``, the trace's digest.
 The code version hashes ``ppd_core/*.py`` and ``data/*.json``, so editing the simulator or a catalog
-starts a fresh cache. Default directory: ``$PPD_CACHE_DIR`` or ``.cache/sweeps`` in the repository.
+starts a fresh cache. Default directory: ``$PPD_CACHE_DIR`` or ``.cache/sweeps`` in the repository. A
+process whose loaded ppd_core no longer matches the files (edited since it started) bypasses the cache.
+
+Executors: ``local`` runs chunks of scenarios (largest first) in a process pool, or in-process when the
+whole grid is small; ``dask`` submits the same chunks to a Dask cluster and refuses workers whose ppd_core
+code version differs from the client's.
 """
 from __future__ import annotations
 
