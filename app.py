@@ -6,18 +6,21 @@ charts.
 """
 import streamlit as st
 
-st.set_page_config(page_title="PPD Explorer", page_icon=":material/hub:", layout="wide",
-                   initial_sidebar_state="expanded")
+# Streamlit runs this entry script as "__main__". The simulation worker processes (spawned by
+# pages/_common.py) import it as "__mp_main__" while they start: they must not build the app.
+if __name__ == "__main__":
+    st.set_page_config(page_title="PPD Explorer", page_icon=":material/hub:", layout="wide",
+                       initial_sidebar_state="expanded")
 
-pg = st.navigation([
-    st.Page("pages/explore.py", title="Explore", icon=":material/tune:", default=True),
-    st.Page("pages/sweep.py", title="Sweep", icon=":material/show_chart:", url_path="sweep"),
-    st.Page("pages/advise.py", title="Advisor", icon=":material/travel_explore:", url_path="advise"),
-    st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
-])
-st.sidebar.caption(
-    "**PPD Explorer** simulates multi-turn LLM serving on a few GPUs: prefill/decode disaggregation (PD), "
-    "PPD (Turn 2+ served on the decode node by an append-prefill) and replicas. Every control is in the URL: "
-    "share the address to share the view. Numbers come from the `ppd_core` simulator "
-    "(same as `python -m ppd_core run '<url>'`).")
-pg.run()
+    pg = st.navigation([
+        st.Page("pages/explore.py", title="Explore", icon=":material/tune:", default=True),
+        st.Page("pages/sweep.py", title="Sweep", icon=":material/show_chart:", url_path="sweep"),
+        st.Page("pages/advise.py", title="Advisor", icon=":material/travel_explore:", url_path="advise"),
+        st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
+    ])
+    st.sidebar.caption(
+        "**PPD Explorer** simulates multi-turn LLM serving on a few GPUs: prefill/decode disaggregation (PD), "
+        "PPD (Turn 2+ served on the decode node by an append-prefill) and replicas. Every control is in the URL: "
+        "share the address to share the view. Numbers come from the `ppd_core` simulator "
+        "(same as `python -m ppd_core run '<url>'`).")
+    pg.run()
