@@ -21,6 +21,7 @@ import re
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import quote
 
@@ -32,10 +33,10 @@ from plotly.subplots import make_subplots
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import ppd_core
-from ppd_core.errors import PPDError, ScenarioError
+from ppd_core.errors import PPDError
 from ppd_core.layout import LAYOUT_CATEGORY, PAPER_LAYOUTS
 from ppd_core.scenario import SPEC, Scenario, parse_lenient, render_value
-from ppd_core.workload import SYNTHETIC, WORKLOAD_NAMES
+from ppd_core.workload import WORKLOAD_NAMES
 
 # --------------------------------------------------------------------------------------------------------
 # Constants (immutable)
@@ -52,14 +53,15 @@ def _link_presets() -> tuple[tuple[str, float, float], ...]:
                  for name, link in catalog.links().items())
 
 
-SYSTEM_COLORS = {"PPD": "#1f77b4", "PD": "#ff7f0e", "Replica": "#2ca02c"}
+SYSTEM_COLORS = MappingProxyType({"PPD": "#1f77b4", "PD": "#ff7f0e", "Replica": "#2ca02c"})
 SYSTEMS = ("PPD", "PD", "Replica")
-KIND_COLORS = {"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4", "mixed": "#ff7f0e"}
+KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
+                                "mixed": "#ff7f0e"})
 EMBED_KEYS = ("embed", "embed_options")
 MAX_WARNINGS = 12
 
 #: Metric definitions (the paper's / benchmark's), shown next to every chart.
-DEFS = {
+DEFS = MappingProxyType({
     "ttft": "**TTFT** = first token time − request send time (Turn 1 includes waiting for a client "
             "connection slot).",
     "tpot": "**TPOT** = (E2E − TTFT) / (output tokens − 1).",
@@ -71,7 +73,7 @@ DEFS = {
     "x": "**x** = fraction of Turn 2+ appends done on the decode node.",
     "s": "**S** = w_ttft·ΔTTFT − w_tpot·ΔTPOT (Eq.1; S > 0 → serve locally).",
     "kv": "**KV bytes moved** = bytes of KV cache sent P → D over the link (all turns).",
-}
+})
 
 
 def defs(*names: str) -> str:
@@ -140,11 +142,6 @@ def to_widget(ctrl: Control, value: Any) -> Any:
     return float(value)
 
 
-def from_widget(ctrl: Control, value: Any) -> Any:
-    """A widget value -> the scenario value (a string for the SLO lists; the Scenario parses it)."""
-    return value
-
-
 def clamp_to_widget(ctrl: Control, value: Any) -> Any:
     """Nearest value the widget can show (identity when it already can); None when there is none."""
     if ctrl.kind in ("select", "radio", "select_slider"):
@@ -166,10 +163,10 @@ def _c(key: str, label: str, kind: str, **kw: Any) -> Control:
 def _scenario_controls() -> dict[str, Control]:
     """Every scenario key's control on the Explore and Sweep pages (Learn overrides ``conversations``)."""
     ctrls = (
-        _c("w_ttft", "w_ttft: weight of TTFT gain", "slider", lo=0.0, hi=10.0, step=0.1),
-        _c("w_tpot", "w_tpot: weight of TPOT loss", "slider", lo=0.0, hi=10.0, step=0.1),
-        _c("qps", "Load: conversation arrival rate", "slider", lo=0.1, hi=50.0, step=0.1),
-        _c("bandwidth_gbps", "KV-transfer bandwidth", "slider", lo=1.0, hi=400.0, step=0.5),
+        _c("w_ttft", "w_ttft: weight of TTFT gain", "slider", lo=0.0, hi=10.0, step=0.1, fmt="%.1f"),
+        _c("w_tpot", "w_tpot: weight of TPOT loss", "slider", lo=0.0, hi=10.0, step=0.1, fmt="%.1f"),
+        _c("qps", "Load: conversation arrival rate", "slider", lo=0.1, hi=50.0, step=0.1, fmt="%.1f"),
+        _c("bandwidth_gbps", "KV-transfer bandwidth", "slider", lo=1.0, hi=400.0, step=0.5, fmt="%.1f"),
         _c("gpu", "GPU type", "select", options=SPEC["gpu"].choice_list()),
         _c("model", "Model", "select", options=SPEC["model"].choice_list()),
         _c("layout", "Layout (preset or type your own, e.g. 4P_4pD)", "layout", options=PAPER_LAYOUTS),
@@ -466,7 +463,7 @@ def scenario_sidebar(page: str, extra_keys: Sequence[str] = (), show_presets: bo
         for k in ADVANCED:
             render_control(ctrls[k], st)
     finish_url_sync()
-    values = {k: from_widget(c, st.session_state.get(k)) for k, c in ctrls.items()}
+    values = {k: st.session_state.get(k) for k in ctrls}     # the SLO lists are text; the Scenario parses them
     sc, problems = parse_lenient(values)
     st.session_state["_good"] = {k: to_widget(c, getattr(sc, k)) for k, c in ctrls.items()}
     all_warn = _dedupe(flash + warnings + [f"`{p.key}`: {_short(str(p).split(': ', 1)[-1], 300)}"
@@ -523,6 +520,8 @@ def cli_command(sc: Scenario) -> str:
 def _worker_count() -> int:
     """Simulation worker processes: ``PPD_DASHBOARD_WORKERS`` (0 = run in the server process), default: one
     per core up to 3 (the scenario and its two baselines run side by side)."""
+    if multiprocessing.parent_process() is not None:
+        return 0                    # inside a worker: never start a nested pool
     raw = os.environ.get("PPD_DASHBOARD_WORKERS", "")
     if raw.strip().isdigit():
         return min(int(raw), 8)
@@ -746,7 +745,7 @@ def _system_name(name: str, scenarios: Mapping[str, Scenario]) -> str:
 
 
 def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str,
-               title: str) -> go.Figure:
+               title: str, log_x: bool = True) -> go.Figure:
     """CDF of ``metric`` for Turn 1 (left) and Turn 2+ (right), one line per system."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Turn 1", "Turn 2+"), shared_yaxes=True)
     for name, r in results.items():
@@ -759,7 +758,10 @@ def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], m
                                          color=SYSTEM_COLORS.get(name), shape="hv"),
                                      hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + name + "</extra>"),
                           row=1, col=col)
-    fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", dtick="D2")
+    if log_x:
+        fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", dtick=1)
+    else:
+        fig.update_xaxes(title_text=f"{title} (ms)")
     fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%", row=1, col=1)
     fig.update_layout(title=f"{title} distribution (CDF)", height=360, margin=dict(t=60, b=40, l=50, r=10),
                       legend=dict(orientation="h", y=-0.25))
@@ -786,9 +788,10 @@ def by_turn_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario
         fig.add_trace(go.Scatter(x=stats.index, y=stats["p90"], mode="lines", name=f"{name} p90",
                                  line=dict(color=color, dash="dot"), legendgroup=name,
                                  hovertemplate="turn %{x}: p90 %{y:.1f} ms<extra>" + name + "</extra>"))
-    fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted; turns with ≥ 3 requests)",
-                      height=380, margin=dict(t=60, b=40, l=50, r=10), xaxis_title="turn index",
-                      yaxis_title=f"{title} (ms, log scale)", yaxis_type="log", legend=dict(orientation="h", y=-0.25))
+    fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted)", height=380,
+                      margin=dict(t=60, b=40, l=50, r=10), xaxis_title="turn index (turns with ≥ 3 requests)",
+                      yaxis_title=f"{title} (ms, log scale)", yaxis_type="log", yaxis_dtick=1,
+                      legend=dict(orientation="h", y=-0.25))
     fig.update_xaxes(dtick=1)
     return fig
 
@@ -816,7 +819,8 @@ def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str,
                       yaxis_title=f"Turn 2+ {metric.split('_')[0].upper()} (ms)",
                       legend=dict(orientation="h", y=-0.25))
     if log_x:
-        fig.update_xaxes(type="log")
+        ticks = sorted(set(df[x]))
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     return fig
 
 
@@ -834,7 +838,7 @@ def frontier_figure(df: pd.DataFrame, refs: pd.DataFrame | None = None) -> go.Fi
         labels.append(f"w_tpot {span}: local {100 * d.loc[i, 'local_share']:.0f}%" if first else "")
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=d["tpot_mean"], y=d["ttft_mean"], mode="lines+markers+text", text=labels,
-                             textposition="top right", textfont=dict(size=11), name="PPD mean (w_tpot 0 → 6)",
+                             textposition="top center", textfont=dict(size=11), name="PPD mean (w_tpot 0 → 6)",
                              line=dict(color=SYSTEM_COLORS["PPD"]), customdata=np.stack(
                                  [d["w_tpot"], 100 * d["local_share"]], axis=-1),
                              hovertemplate="w_tpot %{customdata[0]:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms, "

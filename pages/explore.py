@@ -27,7 +27,7 @@ left, right = st.columns(2)
 with left:
     C.chart(C.cdf_figure(results, scenarios, "ttft_ms", "TTFT"), "explore_ttft_cdf", C.defs("ttft", "turn2"))
 with right:
-    C.chart(C.cdf_figure(results, scenarios, "tpot_ms", "TPOT"), "explore_tpot_cdf", C.defs("tpot", "turn2"))
+    C.chart(C.cdf_figure(results, scenarios, "tpot_ms", "TPOT", log_x=False), "explore_tpot_cdf", C.defs("tpot", "turn2"))
 
 left, right = st.columns(2)
 with left:
