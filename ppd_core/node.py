@@ -282,7 +282,9 @@ class Node:
     def _complete(self, req: Request, now: float) -> None:
         self.release(req)
         if not req.aborted:
-            self.cache_put(req.conv, ((req.prompt + req.output) // BLOCK) * BLOCK)
+            # what the next turn's re-tokenised prompt will still match: the prompt and part of the answer
+            hit = req.prompt + int(self.pm.p.retok_hit * req.output)
+            self.cache_put(req.conv, (hit // BLOCK) * BLOCK)
             self.sim.finished(req, now)
 
     def _drop_aborted(self, now: float) -> None:

@@ -54,6 +54,9 @@ class PerfParams:
     pd_handoff_ms: float = 55.0   # PD path extra: P's 1-token completion returns, second hop to D
     pd_us_per_token: float = 3.5  # PD path extra per prompt token: KV connector per-layer receive on D
     p_send_ms: float = 10.0       # P's engine blocked per PD request after its prefill (wait_for_save of the KV send)
+    retok_hit: float = 1.0        # share of the previous answer still hitting the prefix cache next turn: the
+                                  # history is sent as text and re-tokenised, so the cached answer's tokens
+                                  # match only up to the first tokenisation difference
     kappa_full_ms: float = 4.0    # interference per decode request of a full prefill in the iteration
     kappa_append_ms: float = 0.05  # interference per decode request per 1,024 appended tokens
     kv_recv_blocks_decode: float = 1.0  # 1: D's batch pauses while KV flows into it (P2pNccl); 0: overlapped
