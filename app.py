@@ -17,6 +17,8 @@ if __name__ == "__main__":
         st.Page("pages/sweep.py", title="Sweep", icon=":material/show_chart:", url_path="sweep"),
         st.Page("pages/advise.py", title="Advisor", icon=":material/travel_explore:", url_path="advise"),
         st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
+        st.Page("pages/paper.py", title="Paper", icon=":material/article:", url_path="paper"),
+        st.Page("pages/validation.py", title="Validation", icon=":material/fact_check:", url_path="validation"),
     ])
     st.sidebar.caption(
         "**PPD Explorer** simulates multi-turn LLM serving on a few GPUs: prefill/decode disaggregation (PD), "
