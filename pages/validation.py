@@ -85,10 +85,22 @@ def mape_table(summary: dict) -> pd.DataFrame:
     for lay, d in list(summary["per_layout"].items()) + [("overall", summary["overall"])]:
         row = {"layout": lay}
         for key, label in TARGETS:
-            row[f"{label} MAPE %"] = d[key]["mape"]
-            row[f"{label} n"] = d[key]["n"]
+            row[f"{label}: MAPE %"] = d[key]["mape"]
+            row[f"{label}: n"] = d[key]["n"]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _first_simulated(options: list, frame: pd.DataFrame, column: str) -> int:
+    """Index of the first option with at least one simulated value (so the picker opens on a real comparison)."""
+    for i, o in enumerate(options):
+        if frame.loc[frame[column] == o, "simulated"].notna().any():
+            return i
+    return 0
+
+
+def _q(x) -> str:
+    return "not reached" if x is None else f"{x:g}"
 
 
 # ---- page ----------------------------------------------------------------------------------------------------
@@ -168,7 +180,7 @@ with c1:
     else:
         st.info("No PD/pD pairs among the simulated points.")
 with c2:
-    sat = pd.DataFrame([{"layout / context": k, "measured QPS": v["measured"], "simulated QPS": v["simulated"]}
+    sat = pd.DataFrame([{"layout / context": k, "measured QPS": _q(v["measured"]), "simulated QPS": _q(v["simulated"])}
                         for k, v in summary["saturation_qps"].items()])
     st.dataframe(sat, hide_index=True, width="stretch")
     st.caption("Saturation QPS: the lowest QPS where the median over workloads of Turn-2 mean TTFT exceeds twice its "
@@ -177,14 +189,18 @@ with c2:
 st.header("One point, side by side")
 keyed = pts.assign(qps_text=pts["qps"].map(lambda q: f"{q:g}"))
 f1, f2, f3, f4 = st.columns(4)
-file = f1.selectbox("File", sorted(keyed["file"].unique()), key="val_pick_file")
+opts = sorted(keyed["file"].unique())
+file = f1.selectbox("File", opts, index=_first_simulated(opts, keyed, "file"), key="val_pick_file")
 d = keyed[keyed["file"] == file]
-config = f2.selectbox("Layout", sorted(d["config"].unique()), key="val_pick_config")
+opts = sorted(d["config"].unique())
+config = f2.selectbox("Layout", opts, index=_first_simulated(opts, d, "config"), key="val_pick_config")
 d = d[d["config"] == config]
-workload = f3.selectbox("Workload", sorted(d["workload"].unique()), key="val_pick_workload")
+opts = sorted(d["workload"].unique())
+workload = f3.selectbox("Workload", opts, index=_first_simulated(opts, d, "workload"), key="val_pick_workload")
 d = d[d["workload"] == workload]
-qps_opts = sorted(d["qps"].unique())
-qps = f4.selectbox("QPS", qps_opts, format_func=lambda q: f"{q:g}", key="val_pick_qps")
+qps_opts = [float(q) for q in sorted(d["qps"].unique())]
+qps = f4.selectbox("QPS", qps_opts, index=_first_simulated(qps_opts, d, "qps"), format_func=lambda q: f"{q:g}",
+                   key="val_pick_qps")
 d = d[d["qps"] == qps].copy()
 d["order"] = [(TURN_ORDER.get(t, 9), t) for t in d["turn"]]
 d = d.sort_values(["order", "metric"])
@@ -193,5 +209,6 @@ view = d[["turn", "metric", "measured", "simulated", "error %", "success", "reas
     columns={"success": "measured success %"})
 view["metric"] = view["metric"].map(lambda m: METRIC_NAMES.get(m, m))
 st.dataframe(view, hide_index=True, width="stretch")
-for note in res["notes"]:
-    st.caption(note)
+if res["notes"]:
+    st.caption("Files not compared: " + "; ".join(n.split(":")[0] for n in res["notes"]) + " (schemas that "
+               "`validate` does not simulate; the interference files are on the Paper page).")
