@@ -1033,9 +1033,10 @@ def step_control(n_events: int) -> Control:
 
 
 def render_extra(ctrl: Control, where: Any = st) -> Any:
-    """Draw a page-only bound control after validating its raw URL value (warn + seed on bad input)."""
+    """Draw a page-only bound control. A freshly opened link's raw value is validated first (warn + seed on
+    bad input); later the widget's own state wins, clamped into the current range (e.g. fewer events)."""
     raw = st.query_params.get_all(ctrl.key)
-    if raw:
+    if raw and ctrl.key not in st.session_state:
         want, msg = _validate_extra(ctrl, raw[-1])
         if msg:
             where.warning(f"Parameter {msg}", icon="⚠️")

@@ -251,6 +251,10 @@ def test_learn_page_timeline_and_interference():
     assert at.session_state["learn_step"] == 1
     sc = ppd_core.parse(_share_link(at).split("&learn_")[0])
     assert sc.conversations == 2
+    # a new scenario has a different number of events: the step stays in range, no warning
+    at.slider(key="conversations").set_value(1).run()
+    assert not at.exception and not _warnings(at)
+    assert 0 <= at.session_state["learn_step"] <= at.slider(key="learn_step").max
 
 
 def test_learn_page_bad_parameters():
