@@ -759,13 +759,25 @@ def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], m
                                      hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + name + "</extra>"),
                           row=1, col=col)
     if log_x:
-        fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", dtick=1)
+        vals = pd.concat([r["records"][metric] for r in results.values()]).dropna()
+        vals = vals[vals > 0]
+        ticks = _log_ticks(float(vals.min()), float(vals.max())) if len(vals) else []
+        fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", tickvals=ticks,
+                         ticktext=[f"{t:,g}" for t in ticks])
     else:
         fig.update_xaxes(title_text=f"{title} (ms)")
     fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%", row=1, col=1)
     fig.update_layout(title=f"{title} distribution (CDF)", height=360, margin=dict(t=60, b=40, l=50, r=10),
                       legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Readable log-axis ticks: 1-2-5 steps over at most two decades, else one tick per decade."""
+    lo_e, hi_e = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1, 2, 5) if hi_e - lo_e <= 2 else (1,)
+    ticks = [m * 10.0 ** e for e in range(lo_e, hi_e + 1) for m in steps]
+    return [t for t in ticks if lo / 1.5 <= t <= hi * 1.5]
 
 
 def by_turn_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str = "ttft_ms",

@@ -205,3 +205,27 @@ def test_learn_step_through_and_navigation_keeps_scenario(st_server, page):
     expect(_thumb(page, "conversation arrival rate")).to_have_value("2")
     sc = ppd_core.parse(page.get_by_test_id("stCode").filter(has_text="http").first.inner_text().strip())
     assert sc == Scenario(qps=2.0)
+
+
+def test_downloads_csv_json_png(st_server, page, artifacts):
+    """Exports of what is on screen: records CSV, summary JSON (the CLI's run --json per system), chart PNG
+    rendered by kaleido on click."""
+    import json
+    query = {"conversations": "40", "seed": "11"}
+    page.goto(f"{st_server}/?{_query(query)}")
+    _wait_ready(page, 3)
+    with page.expect_download() as dl:
+        page.get_by_role("button", name=re.compile("Summary \\(JSON\\)")).click()
+    payload = json.loads(Path(dl.value.path()).read_text())
+    summary = ppd_core.run(ppd_core.parse(query)).summary
+    assert payload["systems"]["PPD"]["groups"] == json.loads(json.dumps(summary))["groups"]
+    assert set(payload["systems"]) == {"PPD", "PD", "Replica"}
+    with page.expect_download() as dl:
+        page.get_by_role("button", name=re.compile("records \\(CSV\\)")).click()
+    head = Path(dl.value.path()).read_text().splitlines()[0]
+    assert head.startswith("system,conversation,turn,path")
+    with page.expect_download(timeout=120_000) as dl:
+        page.get_by_test_id("stDownloadButton").filter(has_text="PNG").first.get_by_role("button").click()
+    png = Path(dl.value.path()).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    (artifacts / "download-ttft-cdf.png").write_bytes(png)
