@@ -528,27 +528,43 @@ def _worker_count() -> int:
     return min(3, os.cpu_count() or 1) if (os.cpu_count() or 1) > 1 else 0
 
 
-@st.cache_resource(show_spinner=False, on_release=lambda pool: pool and pool.shutdown(wait=False,
-                                                                                          cancel_futures=True))
-def worker_pool(n: int) -> ProcessPoolExecutor | None:
-    """A process pool for ppd_core runs (spawned, so no fork of the threaded server); warmed at creation."""
+@dataclass(frozen=True)
+class Workers:
+    """The simulation process pool and the futures of its warm-up runs (one per worker)."""
+    pool: ProcessPoolExecutor
+    warmup: tuple
+
+    @property
+    def ready(self) -> bool:
+        return all(f.done() for f in self.warmup)
+
+
+def _release_workers(w: "Workers | None") -> None:
+    if w is not None:
+        w.pool.shutdown(wait=False, cancel_futures=True)
+
+
+@st.cache_resource(show_spinner=False, on_release=_release_workers)
+def worker_pool(n: int) -> Workers | None:
+    """A process pool for ppd_core runs (spawned, so no fork of the threaded server). Every worker imports
+    ppd_core and runs a tiny scenario at once, so the first slider move does not wait for that."""
     if n <= 0:
         return None
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
-    for _ in range(n):      # import ppd_core in every worker now, not on the first slider move
-        pool.submit(ppd_core.run, Scenario(conversations=2, workload="small_tiny"))
-    return pool
+    warm = tuple(pool.submit(ppd_core.run, Scenario(conversations=2, workload="small_tiny")) for _ in range(n))
+    return Workers(pool, warm)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def simulate(sc: Scenario, record_spans: bool = False) -> dict:
     """One ppd_core run, reduced to picklable parts (summary dict, records/nodes/spans DataFrames). Runs in
-    the worker pool when there is one, so several scenarios can run at once (see ``parallel_map``)."""
-    pool = worker_pool(_worker_count())
-    if pool is None:
+    the worker pool once it is warm, so several scenarios can run at once (see ``parallel_map``); until then
+    (the very first page load) in this process, so the first results do not wait for workers to start."""
+    workers = worker_pool(_worker_count())
+    if workers is None or not workers.ready:
         res = ppd_core.run(sc, record_spans=record_spans)
     else:
-        res = pool.submit(ppd_core.run, sc, record_spans=record_spans).result()
+        res = workers.pool.submit(ppd_core.run, sc, record_spans=record_spans).result()
     return {"summary": res.summary, "records": res.records, "nodes": res.nodes,
             "spans": res.spans if record_spans else None}
 

@@ -280,6 +280,11 @@ def test_page_links_carry_the_scenario():
 def test_worker_pool_path(monkeypatch):
     """The server default: the scenario and its baselines run side by side in spawned worker processes."""
     monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "2")
+    from pages import _common as C
+    workers = C.worker_pool(2)
+    for f in workers.warmup:
+        f.result(timeout=120)
+    assert workers.ready
     at = _app({"conversations": "80", "qps": "3"})
     summary = ppd_core.run(Scenario(conversations=80, qps=3.0)).summary
     assert _metric(at, "Turn 2+ TTFT mean").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["mean"])
