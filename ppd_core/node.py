@@ -273,10 +273,15 @@ class Node:
 
     def _finish_due(self, now: float) -> None:
         heap = self.dec_heap
+        done = []
         while heap and heap[0][0] <= self.steps:
             _, _, req = heapq.heappop(heap)
             self.n_dec -= 1
             self.base_sum -= req.prompt + 1 - req.generated
+            done.append(req)
+        # complete only after the batch reflects every finisher: completing one may send the client's next
+        # request right away, and its hop must see this step's state, whatever order the finishers are in
+        for req in done:
             self._complete(req, now)
 
     def _complete(self, req: Request, now: float) -> None:

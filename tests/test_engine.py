@@ -59,7 +59,7 @@ SCENARIOS = {
                                  client_concurrency=0, rehash_frac=0.3, seed=644), {"rejected", "no_timeout"}),
     # a PD request prefilled on P times out while queued on a full D
     "tiny-kv-ppd-timeout": (dict(layout="2P_2D", policy="ppd", workload="large_very_long_gen", conversations=23,
-                                 qps=30, gpu_mem_util=0.232, seed=173), {"timeout"}),
+                                 qps=30, gpu_mem_util=0.232, seed=173, timeout_s=60), {"timeout"}),
     # Turn 1s time out while waiting for a client connection slot (never sent)
     "short-timeout-cc1": (dict(layout="2P_2D", conversations=14, qps=30, client_concurrency=1, timeout_s=20,
                                seed=3), {"timeout", "unsent"}),
@@ -179,13 +179,14 @@ def test_single_request_on_idle_replica(workload, exact):
 
 
 def test_second_turn_reuses_prefix_cache_on_replica():
-    """Turn 2 on the same idle replica: only the new tokens past the cached whole blocks are prefilled."""
+    """Turn 2 on the same idle replica: only the new tokens past the cached whole blocks are prefilled
+    (the cache holds Turn 1's prompt and the share ``retok_hit`` of its answer that re-tokenises the same)."""
     sc = Scenario(layout="1R", workload="small_mid_bal", turns=2, conversations=1, client_concurrency=0,
                   think_time_s=1.5)
     df = check_invariants(ppd_core.run(sc))
     t1, t2 = df.iloc[0], df.iloc[1]
     pm = perf.for_scenario(sc)
-    cached = ((128 + 128) // 16) * 16
+    cached = ((128 + int(pm.p.retok_hit * 128)) // 16) * 16
     prompt = 128 + 128 + 128
     assert t2["prompt_tokens"] == prompt and t2["cached_tokens"] == cached and t2["prefill_tokens"] == prompt - cached
     assert math.isclose(t2["arrival_s"], t1["finish_s"] + 1.5, rel_tol=1e-12)

@@ -134,24 +134,15 @@ def test_oracle_refuses_what_it_does_not_model():
         Oracle(Scenario(layout="1P_1pD", conversations=2))
 
 
-# Two requests on one replica finish in the same decode step and each ends a conversation, so two queued
-# conversations are let out of the client queue at that instant. The engine completes the co-finishers one
-# at a time (Node._finish_due) and the slot release sends the next queued Turn 1 at once (_release_slot ->
-# _send), so the first one is sent while the other co-finisher (finished at the same instant) still counts
-# in the target's active_seqs: its hop is api_us_per_seq longer, and the later conversation in the FIFO
-# queue reaches the idle node first. Here (pinned params): at t=8.523013806516 R1 finishes conv 2 (rid 2)
-# and conv 3 (rid 3); conv 8 is sent to R1 with active_seqs=1 (hop 27.468 ms), conv 9 with 0 (27.168 ms);
-# conv 9 is prefilled first. Oracle (both hops 27.168 ms, FIFO): conv 8 first token 8.574153838 s, finish
-# 17.034656829 s; conv 9 8.623164786 s / 17.042798354 s. The engine swaps them. Fix: in _finish_due pop
-# every due request (n_dec, base_sum) before completing any of them.
+# Several requests finishing in the same iteration, each ending a conversation, release queued
+# conversations at the same instant; their hops must all see the batch after that iteration (the engine
+# once completed the co-finishers one by one, so the first conversation released counted the others in
+# api_us_per_seq and the FIFO order on the idle node flipped: conv 8 and 9 below, seen by the oracle).
 COFINISH = dict(layout="2R", workload="large_mid_bal", turns=1, conversations=12, qps=300, client_concurrency=6,
                 timeout_s=NEVER)
 HOP_PARAMS = replace(perf.PerfParams(), api_us_per_seq=300.0)
 
 
-@pytest.mark.xfail(strict=True, reason="engine: a queued conversation released by one of several requests "
-                                       "finishing in the same iteration counts the not-yet-completed "
-                                       "co-finishers in its hop (see the comment above)")
 @pytest.mark.parametrize("exact", [False, True], ids=["analytic", "exact"])
 def test_cofinishing_requests_release_queued_conversations_fifo(exact):
     sc = Scenario(**COFINISH)
