@@ -9,10 +9,12 @@ points cannot dominate; parameters, never individual points):
 2. load       eta_compute, p_send_share, api_us_per_seq
                                                   <- Turn-2 p50 TTFT at QPS >= 4 and on the ShareGPT runs
                                                      (how fast P saturates, how busy nodes answer)
-3. overheads  api_ms, api_us_per_token, pd_fixed_ms, pd_us_per_token, retok_hit, eta_compute
+3. overheads  api_ms, api_us_per_token, pd_fixed_ms, pd_us_per_token, retok_hit_synthetic, eta_compute
                                                   <- Turn-1/Turn-2 p50 TTFT at low load (QPS <= 2) and the
                                                      sequential turn-scaling runs (growth with context)
    (load and overheads are then fitted once more, each starting from the other's result)
+   natural_text retok_hit                         <- Turn 2+ p50 TTFT of the ShareGPT runs (natural text
+                                                     re-tokenises differently from the synthetic prompts)
 4. interference kappa_full_ms, kappa_append_ms    <- the paper's Fig.2/Fig.7: +48 % / +2 % TPOT at decode
                                                      batch 200 with one 1,024-token full / append prefill,
                                                      +57 % / +21 % with four
@@ -135,8 +137,10 @@ def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | 
     def fun_for(targets):
         return lambda params: _residuals(params, targets, workers)
 
-    overheads = (("api_ms", "api_us_per_token", "pd_fixed_ms", "pd_us_per_token", "retok_hit", "eta_compute"),
+    overheads = (("api_ms", "api_us_per_token", "pd_fixed_ms", "pd_us_per_token", "retok_hit_synthetic",
+                  "eta_compute"),
                  ((0.0, 80.0), (0.0, 40.0), (0.0, 150.0), (0.0, 40.0), (0.0, 1.0), (0.2, 0.9)), low_t)
+    natural_t = _targets(fit_rows, lambda r, m: m == "p50_ttft_ms" and r.group == "turn2plus" and r.kind == "trace")
     load = (("eta_compute", "p_send_share", "api_us_per_seq"), ((0.2, 0.9), (0.0, 1.0), (0.0, 2000.0)), load_t)
     stages = (
         ("decode", ("t_iter_ms", "t_seq_us", "eta_kv"), ((0.2, 6.0), (0.0, 400.0), (0.2, 0.95)), decode_t),
@@ -144,6 +148,7 @@ def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | 
         ("overheads", *overheads),
         ("load_refit", *load),
         ("overheads_refit", *overheads),
+        ("natural_text", ("retok_hit",), ((0.0, 1.0),), natural_t),
     )
     for name, names, bounds, targets in stages:
         log(f"stage {name}: {', '.join(names)} on {len(targets)} measured values")

@@ -43,6 +43,7 @@ class Simulator:
         self.rng_route = rngs["routing"]
         self.rng_policy = rngs["policy"]
         self.table = table
+        self.retok = pm.retok(sc.workload)   # share of an answer the next turn's prompt still matches
         self.policy = REGISTRY[sc.policy]
         lay = parse_layout(sc.layout)
         counters: dict[str, int] = {}

@@ -288,7 +288,7 @@ class Node:
         self.release(req)
         if not req.aborted:
             # what the next turn's re-tokenised prompt will still match: the prompt and part of the answer
-            hit = req.prompt + int(self.pm.p.retok_hit * req.output)
+            hit = req.prompt + int(self.sim.retok * req.output)
             self.cache_put(req.conv, (hit // BLOCK) * BLOCK)
             self.sim.finished(req, now)
 

@@ -56,7 +56,9 @@ class PerfParams:
     p_send_ms: float = 10.0       # P's engine blocked per PD request after its prefill (wait_for_save of the KV send)
     retok_hit: float = 1.0        # share of the previous answer still hitting the prefix cache next turn: the
                                   # history is sent as text and re-tokenised, so the cached answer's tokens
-                                  # match only up to the first tokenisation difference
+                                  # match only up to the first tokenisation difference (natural-language chat)
+    retok_hit_synthetic: float = 1.0  # the same for the synthetic benchmark's prompts (random letter strings
+                                      # mixed into the text re-tokenise differently far more often)
     kappa_full_ms: float = 4.0    # interference per decode request of a full prefill in the iteration
     kappa_append_ms: float = 0.05  # interference per decode request per 1,024 appended tokens
     kv_recv_blocks_decode: float = 1.0  # 1: D's batch pauses while KV flows into it (P2pNccl); 0: overlapped
@@ -143,6 +145,11 @@ class PerfModel:
         return self.iteration([(new, cached, cached == 0)], 0, 0)
 
     # ---- per-request overheads (seconds) -------------------------------------------------------------
+    def retok(self, workload: str) -> float:
+        """Share of the previous answer that hits the prefix cache on the next turn for this workload."""
+        from .workload import SYNTHETIC
+        return self.p.retok_hit_synthetic if workload in SYNTHETIC else self.p.retok_hit
+
     def hop(self, prompt_tokens: int, active_seqs: int = 0) -> float:
         """One HTTP hop to a node running ``active_seqs`` sequences: proxy, API server, tokenising."""
         return 1e-3 * self.p.api_ms + 1e-6 * (self.p.api_us_per_token * prompt_tokens

@@ -20,9 +20,9 @@ What it models
   ``C`` sums the decoders' contexts (prompt + tokens generated so far). Work arriving during an iteration
   waits for the next one; an idle node starts an iteration the instant work arrives. The iteration that
   computes a request's last prompt chunk emits its first token; then it decodes one token per iteration.
-* Prefix cache. A finished turn leaves its prompt plus ``int(retok_hit * output)`` answer tokens (the next
-  prompt is re-tokenised text, so only that share of the answer still matches; ``retok_hit`` = 1: the whole
-  answer), rounded down to 16-token blocks, cached for its conversation; the next turn prefills only the
+* Prefix cache. A finished turn leaves its prompt plus ``int(retok * output)`` answer tokens, retok =
+  ``pm.retok(workload)`` (the next prompt is re-tokenised text, so only that share of the answer still
+  matches; 1: the whole answer), rounded down to 16-token blocks, cached for its conversation; the next turn prefills only the
   prompt past the cached blocks (a "full" prefill when nothing is cached). A request reserves prompt + output
   tokens of KV while it runs. The model has no eviction and no admission queue: it asserts that the node
   never needs either (the scenario must fit).
@@ -74,8 +74,9 @@ class Req:
 
 
 class ReplicaNode:
-    def __init__(self, env, idx, pm, max_batched_tokens):
+    def __init__(self, env, idx, pm, max_batched_tokens, retok):
         self.env, self.idx, self.pm, self.mbt = env, idx, pm, max_batched_tokens
+        self.retok = retok              # share of an answer the next turn's re-tokenised prompt still matches
         self.capacity = pm.kv_capacity_tokens
         self.used = 0                   # KV tokens reserved by running requests
         self.cache: dict[int, int] = {}  # conversation -> cached tokens
@@ -159,7 +160,7 @@ class ReplicaNode:
                     self.decoding.remove(r)
                 r.finish = now
                 self.used -= r.prompt + r.output
-                hit = r.prompt + int(pm.p.retok_hit * r.output)   # re-tokenised history: part of the answer
+                hit = r.prompt + int(self.retok * r.output)   # re-tokenised history: part of the answer
                 tokens = min((hit // BLOCK) * BLOCK, self.capacity)
                 self._fits(tokens, f"caching {r.conv}/{r.turn}")
                 self.cache[r.conv] = tokens
@@ -178,7 +179,8 @@ class Oracle:
         self.convs = wl.generate(sc, rngs["arrivals"], rngs["lengths"])
         self.rng_route = rngs["routing"]
         self.env = simpy.Environment()
-        self.nodes = [ReplicaNode(self.env, i, self.pm, sc.max_batched_tokens) for i in range(lay.n_R)]
+        retok = self.pm.retok(sc.workload)
+        self.nodes = [ReplicaNode(self.env, i, self.pm, sc.max_batched_tokens, retok) for i in range(lay.n_R)]
         cap = sc.client_concurrency
         self.slots = simpy.Resource(self.env, capacity=cap) if cap else None
         self.requests: list[Req] = []

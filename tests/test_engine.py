@@ -180,13 +180,13 @@ def test_single_request_on_idle_replica(workload, exact):
 
 def test_second_turn_reuses_prefix_cache_on_replica():
     """Turn 2 on the same idle replica: only the new tokens past the cached whole blocks are prefilled
-    (the cache holds Turn 1's prompt and the share ``retok_hit`` of its answer that re-tokenises the same)."""
+    (the cache holds Turn 1's prompt and the share of its answer that re-tokenises the same)."""
     sc = Scenario(layout="1R", workload="small_mid_bal", turns=2, conversations=1, client_concurrency=0,
                   think_time_s=1.5)
     df = check_invariants(ppd_core.run(sc))
     t1, t2 = df.iloc[0], df.iloc[1]
     pm = perf.for_scenario(sc)
-    cached = ((128 + int(pm.p.retok_hit * 128)) // 16) * 16
+    cached = ((128 + int(pm.retok(sc.workload) * 128)) // 16) * 16
     prompt = 128 + 128 + 128
     assert t2["prompt_tokens"] == prompt and t2["cached_tokens"] == cached and t2["prefill_tokens"] == prompt - cached
     assert math.isclose(t2["arrival_s"], t1["finish_s"] + 1.5, rel_tol=1e-12)

@@ -24,12 +24,12 @@ NEVER = 86_400.0      # timeout_s: nothing may fail, so every request has a firs
 # The performance model as calibrated in data/perf_params.json (what ``run(sc)`` uses), except where a case
 # pins it: PINNED makes the per-sequence hop cost and the partial prefix-cache hit matter whatever the
 # calibration file says.
-PINNED = replace(perf.PerfParams(), api_us_per_seq=300.0, retok_hit=0.6)
+PINNED = replace(perf.PerfParams(), api_us_per_seq=300.0, retok_hit=0.6, retok_hit_synthetic=0.6)
 
 CASES = {
     # name: (scenario keys, params)
     "1R-small_mid_bal-open-chunked": (dict(layout="1R", workload="small_mid_bal", turns=3, conversations=40, qps=2,
-                                           client_concurrency=0, think_time_s=0.0, max_batched_tokens=256), None),
+                                           client_concurrency=0, think_time_s=0.0, max_batched_tokens=96), None),
     "2R-large_huge_paste-cc5-think": (dict(layout="2R", workload="large_huge_paste", turns=3, conversations=40,
                                            qps=8, client_concurrency=5, think_time_s=0.5,
                                            max_batched_tokens=2048), None),
