@@ -599,24 +599,43 @@ def category(layout: str) -> str:
             "Full AP-to-D (x=1)": "x=1"}.get(cat, "Hybrid")
 
 
-def _median_ratio(frame: pd.DataFrame, index: list[str], columns: str, values: str, num: str, den: str) -> float:
+def _median_ratio(frame: pd.DataFrame, index: list[str], columns: str, values: str, num: str, den: str,
+                  q: float = 0.5) -> float:
+    """Quantile ``q`` (the median by default) over cells of ``num`` / ``den``."""
     piv = frame.pivot_table(index=index, columns=columns, values=values)
     if num not in piv or den not in piv:
         return math.nan
     r = (piv[num] / piv[den]).dropna()
-    return float(r.median()) if len(r) else math.nan
+    return float(r.quantile(q)) if len(r) else math.nan
+
+
+X1_LAYOUTS = ("1P_3pD", "2P_2pD", "3P_1pD")
+
+
+def _x1_beats_replica(frame: pd.DataFrame, columns: str, values: str) -> float:
+    """% of (workload, QPS) cells where the best x=1 layout has a lower Turn-2 mean TTFT than 4R."""
+    piv = frame.pivot_table(index=["workload", "qps"], columns=columns, values=values)
+    have = [c for c in X1_LAYOUTS if c in piv]
+    if "4R" not in piv or not have:
+        return math.nan
+    j = pd.concat([piv[have].min(axis=1).rename("x1"), piv["4R"].rename("r")], axis=1).dropna()
+    return 100.0 * float((j["x1"] < j["r"]).mean()) if len(j) else math.nan
 
 
 def _measured_table2_ratios(mdir: Path | None) -> dict[str, float]:
-    """Measured median ratios behind the TPOT and throughput winners (comprehensive.csv, all-turn rows)."""
+    """Measured median ratios behind the Table 2 winners (comprehensive.csv): all-turn TPOT 1P_3D/4R,
+    throughput 2P_2pD/4R and Turn-2 TTFT 2P_2pD/4R over the (workload, QPS) points both layouts have."""
     if mdir is None or not (mdir / "comprehensive.csv").exists():
         return {}
     c = pd.read_csv(mdir / "comprehensive.csv")
-    valid = c["failure_class"].fillna("").isin(list(VALID_FAILURE))
-    c = c[(c["turn"] == "average") & (c["success_rate"] >= 95) & valid]
+    c = c[(c["success_rate"] >= 95) & c["failure_class"].fillna("").isin(list(VALID_FAILURE))]
+    avg, t2 = c[c["turn"] == "average"], c[c["turn"] == "turn2"]
     idx = ["workload", "qps"]
-    return {"tpot": _median_ratio(c, idx, "config", "avg_tpot_ms", "1P_3D", "4R"),
-            "tput": _median_ratio(c, idx, "config", "throughput_tok_s", "2P_2pD", "4R")}
+    return {"tpot": _median_ratio(avg, idx, "config", "avg_tpot_ms", "1P_3D", "4R"),
+            "tput": _median_ratio(avg, idx, "config", "throughput_tok_s", "2P_2pD", "4R"),
+            "ttft": _median_ratio(t2, idx, "config", "avg_ttft_ms", "2P_2pD", "4R"),
+            "ttft_p10": _median_ratio(t2, idx, "config", "avg_ttft_ms", "2P_2pD", "4R", q=0.1),
+            "x1_beats_r": _x1_beats_replica(t2, "config", "avg_ttft_ms")}
 
 
 def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: float = HASH_QUIRK_FRAC,
@@ -657,9 +676,17 @@ def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: f
     idx = ["workload", "qps"]
     sim_tpot = _median_ratio(ok, idx, "layout", "all.tpot_ms.mean", "1P_3D", "4R")
     sim_tput = _median_ratio(ok, idx, "layout", "throughput.tokens_per_s", "2P_2pD", "4R")
+    sim_ttft = _median_ratio(ok, idx, "layout", "turn2plus.ttft_ms.mean", "2P_2pD", "4R")
+    sim_ttft_p10 = _median_ratio(ok, idx, "layout", "turn2plus.ttft_ms.mean", "2P_2pD", "4R", q=0.1)
+    sim_beats = _x1_beats_replica(ok, "layout", "turn2plus.ttft_ms.mean")
     meas = _measured_table2_ratios(measured_dir_or_none(measured_dir))
     if meas:
         src = "measured (repo CSV)"
+        rows.append(_row("cells where the best x=1 layout beats 4R on Turn-2 TTFT", "%", sim_beats,
+                         meas["x1_beats_r"], None, src))
+        rows.append(_row("median Turn-2 TTFT ratio 2P_2pD / 4R", "ratio", sim_ttft, meas["ttft"], None, src))
+        rows.append(_row("10th percentile Turn-2 TTFT ratio 2P_2pD / 4R", "ratio", sim_ttft_p10, meas["ttft_p10"],
+                         None, src))
         rows.append(_row("median all-turn TPOT ratio 1P_3D / 4R", "ratio", sim_tpot, meas["tpot"], None, src))
         rows.append(_row("median throughput ratio 2P_2pD / 4R", "ratio", sim_tput, meas["tput"], None, src))
     table = _table(rows)
@@ -679,6 +706,16 @@ def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: f
                f"{shares('TPOT')} ({paper('TPOT')}), throughput {shares('Throughput')} ({paper('Throughput')}); "
                f"TTFT-best ≠ TPOT-best in {differ:.0f} % (paper 92.2 %); most TTFT wins: {top}.")
     off = {r["quantity"].split(" wins")[0] for r in rows if r["within"] is False and " wins: " in r["quantity"]}
+    if "TTFT" in off:
+        if meas:
+            verdict += (f" TTFT: x=1 is ~{100 * (sim_ttft - 1):.0f} % slower than 4R at the median in the simulator "
+                        f"and ~{100 * (meas['ttft'] - 1):.0f} % in the measurements alike, but the measured ratio "
+                        f"spreads wider (10th percentile {meas['ttft_p10']:.2f} vs {sim_ttft_p10:.2f}), so the best "
+                        f"x=1 layout beats 4R in {meas['x1_beats_r']:.0f} % of measured cells and {sim_beats:.0f} % "
+                        "of simulated ones (measured low-QPS points hold 1–20 conversations).")
+        else:
+            verdict += (f" TTFT: the median Turn-2 TTFT ratio 2P_2pD/4R is {sim_ttft:.2f} and the best x=1 layout "
+                        f"beats 4R in {sim_beats:.0f} % of cells.")
     if off & {"TPOT", "Throughput"}:
         m_txt = (f" (measured {meas['tpot']:.3f} and {meas['tput']:.3f})" if meas else "")
         verdict += (" TPOT and throughput winners hinge on differences of a few %: the median all-turn TPOT ratio "
