@@ -1,0 +1,372 @@
+"""Load: 8 concurrent browser sessions on ONE Streamlit server each get their own, correct numbers, and the
+server's memory stays bounded.
+
+One Chromium, 8 browser contexts (separate cookies/storage, so 8 separate Streamlit sessions), driven from
+ONE asyncio event loop with Playwright's async API (the sync API's objects are not thread-safe). The loop runs
+in its own thread, so it never meets the sync Playwright of the ``browser`` fixture that other tests in the
+same session may hold. Every session opens a different Explore URL (qps, layout, policy, bandwidth, workload,
+w_tpot, seed vary; 60 conversations so 2 cores cope), waits until the page has settled (the app's script run
+is over, nothing is stale, the same numbers on two reads 0.4 s apart), and reads the
+headline cards "Turn 2+ TTFT mean", "Turn 2+ TPOT mean" and "Local share" plus the "Share this view" link.
+Each is compared with ``ppd_core.run(ppd_core.parse(query)).summary`` computed here, formatted as the page
+formats it (``pages/_common.py``: ``fmt_ms`` / ``fmt_pct``). A wrong number that equals another session's
+expected number is reported as a cross-session leak.
+
+The server's RSS (the streamlit process plus its children: the spawned simulation workers) is read with
+psutil before, after wave 1 and after a second wave of 8 different URLs. ``scripts/bench_load.py`` runs the
+same scenario as a benchmark and prints the figures; it imports the helpers below.
+"""
+from __future__ import annotations
+
+import asyncio
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import pytest
+
+import ppd_core
+
+# Two waves of 8 Explore URLs: every Turn 2+ TTFT mean (as displayed, 0.1 ms) differs from the other 15, so a
+# number shown in the wrong session cannot pass by coincidence (asserted in ``test_scenarios_are_distinct``).
+# ``dynamic-table`` is left out on purpose: its first use builds an offline decision table (~14 s of CPU per
+# cluster), which measures the table builder, not concurrent sessions.
+WAVE1 = (
+    "qps=2&layout=1P_3D&policy=pd&bandwidth_gbps=25&workload=small_mid_bal&seed=1",
+    "qps=6.5&layout=2P_2pD&policy=dynamic&bandwidth_gbps=150&workload=sharegpt&w_tpot=2.5&seed=2",
+    "qps=3&layout=3P_1pD&policy=ppd&bandwidth_gbps=50&workload=small_short_gen&seed=3",
+    "qps=8&layout=1P_1D_2pD&policy=dynamic&bandwidth_gbps=100&workload=wildchat&seed=4",
+    "qps=1.5&layout=4R&policy=dynamic&workload=small_small_bal&seed=5",
+    "qps=5&layout=2P_2D&policy=pd&bandwidth_gbps=12.5&workload=small_long_gen&w_tpot=0.5&seed=6",
+    "qps=4&layout=1R_1P_2pD&policy=ppd&bandwidth_gbps=200&workload=small_mid_paste&w_tpot=4&seed=7",
+    "qps=10&layout=2P_1D_1pD&policy=dynamic&bandwidth_gbps=50&workload=sharegpt&w_tpot=6&seed=8",
+)
+WAVE2 = (
+    "qps=2.5&layout=1P_3pD&policy=dynamic&bandwidth_gbps=25&workload=small_tiny&seed=11",
+    "qps=7&layout=2P_2pD&policy=ppd&bandwidth_gbps=50&workload=wildchat&w_tpot=1.5&seed=12",
+    "qps=3.5&layout=3P_1D&policy=pd&bandwidth_gbps=100&workload=small_mid_bal&seed=13",
+    "qps=6&layout=1R_2P_1pD&policy=dynamic&bandwidth_gbps=75&workload=sharegpt&w_tpot=3&seed=14",
+    "qps=1&layout=2R_1P_1pD&policy=ppd&workload=small_short_gen&seed=15",
+    "qps=9&layout=1P_2D_1pD&policy=dynamic&bandwidth_gbps=300&workload=small_small_bal&w_tpot=0&seed=16",
+    "qps=4.5&layout=2P_2D&policy=pd&bandwidth_gbps=5&workload=small_big_paste&seed=17",
+    "qps=5.5&layout=1P_1D_2pD&policy=ppd&bandwidth_gbps=150&workload=small_long_gen&w_tpot=5&seed=18",
+)
+CONVERSATIONS = 60
+
+
+def with_size(query: str, conversations: int = CONVERSATIONS) -> str:
+    return f"{query}&conversations={conversations}"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Expected numbers (the CLI's), formatted as the Explore page formats them
+# --------------------------------------------------------------------------------------------------------
+
+def _fmt_ms(v: float) -> str:          # pages/_common.py fmt_ms
+    return f"{v:,.1f} ms"
+
+
+def _fmt_pct(v: float) -> str:         # pages/_common.py fmt_pct
+    return f"{100 * v:.1f} %"
+
+
+def expected(query: str) -> dict[str, str]:
+    """What the Explore page must show for this URL: the headline cards of ``ppd_core.run``."""
+    s = ppd_core.run(ppd_core.parse(query)).summary
+    t2 = s["groups"]["turn2plus"]
+    return {"ttft": _fmt_ms(t2["ttft_ms"]["mean"]), "tpot": _fmt_ms(t2["tpot_ms"]["mean"]),
+            "local": _fmt_pct(s["local_share"])}
+
+
+# --------------------------------------------------------------------------------------------------------
+# Server memory
+# --------------------------------------------------------------------------------------------------------
+
+def server_pid(url: str) -> int:
+    """PID of the ``streamlit run`` child of this process that serves ``url`` (found by its --server.port)."""
+    import psutil
+    port = urlsplit(url).port
+    for child in psutil.Process().children(recursive=True):
+        try:
+            cmd = child.cmdline()
+        except psutil.Error:
+            continue
+        if "streamlit" in " ".join(cmd) and f"--server.port={port}" in cmd:
+            return child.pid
+    raise LookupError(f"no streamlit child process serving port {port}")
+
+
+def server_rss(pid: int) -> tuple[int, int]:
+    """(RSS bytes summed over the server and all its descendants, number of processes)."""
+    import psutil
+    root = psutil.Process(pid)
+    total, n = 0, 0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+            n += 1
+        except psutil.Error:          # a worker that just exited
+            pass
+    return total, n
+
+
+class RssSampler:
+    """Peak of ``server_rss`` sampled every ``every`` s in a background thread (for the benchmark/diagnostics)."""
+
+    def __init__(self, pid: int, every: float = 0.25):
+        self.pid, self.every, self.peak = pid, every, 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, server_rss(self.pid)[0])
+            except Exception:         # noqa: BLE001  (psutil race on exit; sampling is best effort)
+                pass
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "RssSampler":
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join(timeout=5)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Driving 8 sessions at once (Playwright async API, one event loop)
+# --------------------------------------------------------------------------------------------------------
+
+# A snapshot of the page: the app's script state (``data-test-script-state`` on stApp, as Streamlit's own e2e
+# suite uses it), stale elements, the three headline cards, the share link, Plotly charts drawn, alerts.
+READ_JS = """
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const cards = [...document.querySelectorAll('[data-testid="stMetric"]')];
+  const val = label => {
+    const c = cards.find(c => (c.querySelector('[data-testid="stMetricLabel"]') || c).innerText.trim()
+                              .startsWith(label));
+    const v = c && c.querySelector('[data-testid="stMetricValue"]');
+    return v ? v.innerText.trim() : null;
+  };
+  return {
+    state: app ? app.getAttribute('data-test-script-state') : null,
+    stale: !!document.querySelector('[data-stale="true"]'),
+    ttft: val('Turn 2+ TTFT mean'), tpot: val('Turn 2+ TPOT mean'), local: val('Local share'),
+    link: [...document.querySelectorAll('[data-testid="stCode"]')].map(e => e.innerText.trim())
+            .find(t => t.startsWith('http')) || null,
+    charts: [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length,
+    alerts: [...document.querySelectorAll('[data-testid="stAlert"]')].map(e => e.innerText.trim()),
+    exceptions: [...document.querySelectorAll('[data-testid="stException"]')].map(e => e.innerText.trim()),
+  };
+}
+"""
+NUMBERS = ("ttft", "tpot", "local", "link", "alerts", "exceptions")
+EXPLORE_CHARTS = 3
+
+
+def _settled(snap: dict) -> bool:
+    """The script run is over (the server sent everything), nothing is stale, the numbers are on screen."""
+    return (snap["state"] == "notRunning" and not snap["stale"]
+            and all(snap[k] for k in ("ttft", "tpot", "local", "link")))
+
+
+@dataclass
+class Session:
+    query: str
+    shown: dict | None = None          # what the page showed once settled
+    seconds: float = float("nan")      # goto -> settled numbers on screen
+    charts_seconds: float = float("nan")   # goto -> all Explore charts drawn by Plotly (only if waited for)
+    error: str | None = None
+    log: list[str] = field(default_factory=list)
+
+
+async def _drive(context, base: str, s: Session, start: asyncio.Event, timeout_s: float, settle_s: float,
+                 charts: bool) -> None:
+    page = await context.new_page()
+    page.set_default_timeout(timeout_s * 1000)
+    page.on("pageerror", lambda e: s.log.append(f"pageerror: {e}"))
+    await start.wait()                  # all sessions start together
+    t0 = time.perf_counter()
+    try:
+        await page.goto(f"{base}/?{s.query}", wait_until="domcontentloaded")
+        deadline = t0 + timeout_s
+        last, first_seen = None, 0.0
+        while True:
+            snap = await page.evaluate(READ_JS)
+            now = time.perf_counter()
+            if s.shown is None:
+                # settled, and the same numbers on reads ``settle_s`` apart (no rerun slipped in between)
+                nums = {k: snap[k] for k in NUMBERS} if _settled(snap) else None
+                if nums is not None and nums == last:
+                    if now - first_seen >= settle_s:
+                        s.shown, s.seconds = nums, first_seen - t0
+                else:
+                    last, first_seen = nums, now
+            if s.shown is not None and (not charts or snap["charts"] >= EXPLORE_CHARTS):
+                if charts:
+                    s.charts_seconds = now - t0
+                break
+            if now > deadline:
+                s.error = (f"not settled after {timeout_s:.0f} s (numbers {'read' if s.shown else 'not read'}; "
+                           f"last snapshot: {snap})")
+                break
+            await asyncio.sleep(0.2)
+    except Exception as exc:           # noqa: BLE001  (reported per session, asserted by the caller)
+        s.error = f"{type(exc).__name__}: {exc}"
+
+
+async def _wave(browser, base: str, queries, timeout_s: float, settle_s: float, charts: bool) -> list[Session]:
+    sessions = [Session(q) for q in queries]
+    contexts = [await browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in sessions]
+    start = asyncio.Event()
+    try:
+        tasks = [asyncio.create_task(_drive(c, base, s, start, timeout_s, settle_s, charts))
+                 for c, s in zip(contexts, sessions)]
+        await asyncio.sleep(0.2)        # every page object exists before the first goto
+        start.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=timeout_s + 60)
+    finally:
+        for c in contexts:              # closes the pages: the websockets go, the server sessions end
+            await c.close()
+    return sessions
+
+
+async def _waves(base: str, waves, timeout_s: float, settle_s: float, charts: bool, between) -> list[list[Session]]:
+    from playwright.async_api import async_playwright
+
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+    out = []
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            for i, queries in enumerate(waves):
+                out.append(await _wave(browser, base, queries, timeout_s, settle_s, charts))
+                if between is not None:
+                    await asyncio.to_thread(between, i, out[-1])
+        finally:
+            await browser.close()
+    return out
+
+
+def run_waves(base: str, waves, timeout_s: float = 120.0, settle_s: float = 0.4, charts: bool = False,
+              between=None) -> list[list[Session]]:
+    """Open each wave's URLs in concurrent sessions (one Chromium, a context per URL), wave after wave, and
+    read every session's numbers once its script run is over (``charts``: also wait until Plotly drew the
+    charts). ``between(i, sessions)`` runs after wave ``i`` (its contexts closed), e.g. to read the server's
+    RSS. The asyncio loop runs in a fresh thread: no clash with a sync Playwright held by the caller's thread."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["out"] = asyncio.run(_waves(base, waves, timeout_s, settle_s, charts, between))
+        except BaseException as exc:   # noqa: BLE001  (re-raised in the caller's thread)
+            box["exc"] = exc
+
+    t = threading.Thread(target=target, name="load-waves", daemon=True)
+    t.start()
+    t.join(timeout=len(waves) * (timeout_s + 120) + 60)
+    if t.is_alive():
+        raise TimeoutError("load waves did not finish")
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
+
+
+def check_sessions(sessions: list[Session], want: dict[str, dict[str, str]]) -> list[str]:
+    """One line per wrong session: timeout, page error, foreign numbers (whose), wrong share link."""
+    by_ttft = {w["ttft"]: q for q, w in want.items()}
+    problems = []
+    for s in sessions:
+        tag = f"session {s.query!r}"
+        if s.error or s.shown is None:
+            problems.append(f"{tag}: {s.error}")
+            continue
+        got, exp = s.shown, want[s.query]
+        if got["exceptions"] or got["alerts"]:
+            problems.append(f"{tag}: exception/alert on the page: {got['exceptions'] + got['alerts']}")
+        if ppd_core.parse(got["link"]) != ppd_core.parse(s.query):
+            problems.append(f"{tag}: share link names another scenario: {got['link']}")
+        for k in ("ttft", "tpot", "local"):
+            if got[k] != exp[k]:
+                owner = by_ttft.get(got["ttft"]) if k == "ttft" else None
+                whose = f" = the numbers of session {owner!r} (CROSS-SESSION LEAK)" if owner else ""
+                problems.append(f"{tag}: {k} shows {got[k]!r}, CLI says {exp[k]!r}{whose}")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------------------
+
+def test_scenarios_are_distinct():
+    """The check is only as strong as the scenarios differ: all 16 displayed TTFT means are different."""
+    queries = [with_size(q) for q in WAVE1 + WAVE2]
+    assert len({ppd_core.parse(q) for q in queries}) == 16
+    ttfts = [expected(q)["ttft"] for q in queries]
+    assert len(set(ttfts)) == 16, ttfts
+
+
+def test_check_flags_foreign_numbers():
+    """The session check names a number shown in the wrong session (no browser: synthetic sessions)."""
+    a, b = (with_size(q) for q in WAVE1[:2])
+    want = {a: expected(a), b: expected(b)}
+    page = lambda q, nums: Session(q, shown={**nums, "link": f"http://x/?{q}", "alerts": [], "exceptions": []})  # noqa: E731
+    assert check_sessions([page(a, want[a]), page(b, want[b])], want) == []
+    problems = check_sessions([page(a, want[b]), page(b, want[b])], want)
+    assert problems and all(p.startswith(f"session {a!r}") for p in problems)
+    assert any("CROSS-SESSION LEAK" in p and repr(b) in p for p in problems)
+    assert check_sessions([Session(a, error="TimeoutError")], want) == [f"session {a!r}: TimeoutError"]
+
+
+# Memory bounds, from measurements on the 2-core / 24 GB test machine (RSS of streamlit + its children):
+# * fresh server: 70 MB before (1 process); after wave 1 494-496 MB (4 processes: the server ~190 MB, 2 spawned
+#   simulation workers ~150 MB each, the multiprocessing resource tracker 12 MB: the pool is created lazily by
+#   the first run, so wave 1 pays ~310 MB for it); after wave 2 +5..+7 MB;
+# * the session server after tests/test_browser.py: 548 MB before, 555 after wave 1, 552 after wave 2;
+# * scripts/bench_load.py --waves 12 (96 sessions, 288 runs): 494 MB after wave 1, then flat at 506-514 MB from
+#   wave 3 to 12 (peak during a wave 516 MB): bounded (st.cache_data caps simulate at 256 entries).
+# RSS_MAX is ~3x the largest figure (room for other tests using the shared server first, allocator arenas);
+# GROWTH_MAX is >10x the largest wave-to-wave step seen, and well under what a real leak costs here: a second
+# worker pool per wave is +300 MB, and every session re-importing or re-creating its own pool would show in the
+# process count too, so that is asserted to stay the same.
+RSS_MAX = 1_500 * 2**20            # absolute, server + children, before/after either wave
+GROWTH_MAX = 100 * 2**20           # wave 1 -> wave 2 (the pool and the modules already exist after wave 1)
+
+
+@pytest.mark.browser
+def test_8_concurrent_sessions_get_their_own_numbers_and_memory_is_bounded(st_server):
+    from conftest import chromium_or_fail
+    chromium_or_fail()
+    t_start = time.perf_counter()
+    pid = server_pid(st_server)
+    waves = ([with_size(q) for q in WAVE1], [with_size(q) for q in WAVE2])
+    want = {q: expected(q) for w in waves for q in w}     # in this process: the CLI's numbers
+    rss, nproc = [server_rss(pid)[0]], []
+
+    def after_wave(i: int, _sessions) -> None:
+        time.sleep(1.0)                 # let the closed sessions' websockets go
+        r, n = server_rss(pid)
+        rss.append(r)
+        nproc.append(n)
+
+    # alone on the 2-core machine a session settles in 40-65 s (the 8 Chromium tabs share the 2 cores)
+    result = run_waves(st_server, waves, timeout_s=150.0, between=after_wave)
+    mb = [r / 2**20 for r in rss]
+    report = (f"server RSS before {mb[0]:.0f} MB, after wave 1 {mb[1]:.0f} MB, after wave 2 {mb[2]:.0f} MB "
+              f"({nproc} processes); "
+              + "; ".join(f"wave {i + 1} settled median {statistics.median(x.seconds for x in w):.1f} s "
+                          f"max {max(x.seconds for x in w):.1f} s" for i, w in enumerate(result)
+                          if all(x.error is None for x in w))
+              + f"; total {time.perf_counter() - t_start:.0f} s")
+    print(report)
+    problems = [p for w in result for p in check_sessions(w, want)]
+    assert not problems, "\n".join(problems) + "\n" + report
+    assert all(len(w) == 8 for w in result)
+    assert max(rss) < RSS_MAX, report
+    assert rss[2] - rss[1] < GROWTH_MAX, report
+    assert nproc[1] <= nproc[0], report        # no new processes (e.g. a worker pool per session) in wave 2
