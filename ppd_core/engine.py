@@ -100,19 +100,20 @@ class Simulator:
             elif kind == AT_NODE:
                 if not b.aborted:
                     a.enqueue(b, t)
+            elif kind == TIMEOUT_EV:
+                if a.status != OK and not a.aborted:
+                    self._timeout(a, t)
+            elif kind == SEND:
+                if not a.aborted:
+                    self._send(a, t)
             elif kind == LINK_WAKE:
                 a.wake(t, b)
             elif kind == XFER_DONE:
                 self._transfer_done(a, b, t)
             elif kind == HANDOFF:
                 self._gate(a, t)
-            elif kind == SEND:
-                if not a.aborted:
-                    self._send(a, t)
             elif kind == ARRIVAL:
                 self._arrival(a, t)
-            elif kind == TIMEOUT_EV:
-                self._timeout(a, t)
 
     # ---- client ------------------------------------------------------------------------------------------
     def _new_request(self, cs: ConvState, sent: float) -> Request:

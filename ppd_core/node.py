@@ -185,7 +185,8 @@ class Node:
             self.sim.push(end, 2, self, self.version)
 
     def start_iteration(self, now: float) -> None:
-        self._drop_aborted(now)
+        if self.dirty:
+            self._drop_aborted(now)
         if self.blocked:
             # a blocking KV receive is in progress (P2pNccl loads KV inside the step): wait for it
             self.busy = False
@@ -210,7 +211,8 @@ class Node:
                 self.busy_time += t
                 self.iterations += 1
                 self.sim.push(now + t, 2, self, self.version)
-                self.sim.span(self, now, now + t, "mixed" if self.n_dec else "prefill", chunks)
+                if self.sim.spans is not None:
+                    self.sim.span(self, now, now + t, "mixed" if self.n_dec else "prefill", chunks)
                 return
         if self.n_dec:
             k = 1 if self.exact else self.dec_heap[0][0] - self.steps
@@ -250,11 +252,14 @@ class Node:
             self.busy_time += dur
             self.iterations += k
             self.steps += k
-            self.sim.span(self, start, now, "decode", None)
-        self._finish_due(now)
+            if self.sim.spans is not None:
+                self.sim.span(self, start, now, "decode", None)
+        if self.dec_heap and self.dec_heap[0][0] <= self.steps:
+            self._finish_due(now)
         self.busy = False
         self.iter = self.seg = None
-        self.try_admit(now)
+        if self.waiting:
+            self.try_admit(now)
         if not self.busy:
             self.start_iteration(now)
 
@@ -293,8 +298,6 @@ class Node:
             self.sim.finished(req, now)
 
     def _drop_aborted(self, now: float) -> None:
-        if not self.dirty:
-            return
         self.dirty = False
         if any(r.aborted for r in self.prefill_q):
             for r in [r for r in self.prefill_q if r.aborted]:

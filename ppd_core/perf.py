@@ -86,7 +86,7 @@ class PerfModel:
 
     __slots__ = ("gpu", "model", "tp", "p", "kv_bytes_per_token", "_mem_s", "_flop_s_per_token",
                  "_attn_s_per_pair", "_kv_s_per_token", "_t0", "_lm_head_s", "kv_capacity_tokens", "_seq_s",
-                 "p_send_s")
+                 "p_send_s", "_decode_memo")
 
     def __init__(self, gpu: GPU, model: Model, tp: int, params: PerfParams, gpu_mem_util: float = 0.85):
         self.gpu, self.model, self.tp, self.p = gpu, model, tp, params
@@ -102,6 +102,7 @@ class PerfModel:
         self._t0 = params.t_iter_ms * 1e-3 + allreduce
         self._seq_s = params.t_seq_us * 1e-6
         self.p_send_s = params.p_send_ms * 1e-3
+        self._decode_memo: dict[int, float] = {}   # batch size -> decode step intercept (per model instance)
         free = (gpu.memory_gb * 1e9 * gpu_mem_util - params.activation_gb * 1e9) * tp - model.weight_bytes
         self.kv_capacity_tokens = int(free // model.kv_bytes_per_token) if free > 0 else 0
 
@@ -112,7 +113,10 @@ class PerfModel:
 
     def decode_coeffs(self, batch: int) -> tuple[float, float]:
         """(a, b) with decode-only step time = a + b * (sum of the batch's context lengths)."""
-        return self._t0 + self.linear(batch, batch) + batch * self._seq_s, self._kv_s_per_token
+        a = self._decode_memo.get(batch)
+        if a is None:
+            a = self._decode_memo[batch] = self._t0 + self.linear(batch, batch) + batch * self._seq_s
+        return a, self._kv_s_per_token
 
     def iteration(self, chunks: list[tuple[int, int, bool]], batch: int, ctx_sum: int) -> float:
         """Time of one mixed iteration. ``chunks``: (new tokens, cached tokens, is_full_prefill) per prefill
