@@ -47,9 +47,8 @@ def get(name: str, quick: bool = False) -> P.Item:
 
 def show(item: P.Item, defs: str) -> None:
     """Verdict, tolerance, notes, definitions and the simulated-vs-published table."""
-    ok_n, n = item.counts()
-    text = item.verdict
-    (st.success if item.ok else st.warning)(text, icon=":material/check_circle:" if item.ok else ":material/info:")
+    (st.success if item.ok else st.warning)(item.verdict,
+                                            icon=":material/check_circle:" if item.ok else ":material/info:")
     st.caption(f"**Tolerance:** {item.tolerance}")
     for note in item.notes:
         st.caption(note)
