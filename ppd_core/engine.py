@@ -111,7 +111,7 @@ class Simulator:
             elif kind == XFER_DONE:
                 self._transfer_done(a, b, t)
             elif kind == HANDOFF:
-                self._gate(a, t)
+                self._handoff(a, t)
             elif kind == ARRIVAL:
                 self._arrival(a, t)
 
@@ -193,10 +193,9 @@ class Simulator:
         if req.aborted:
             p.release(req)
             return
-        req.gates = 2
-        d = self.nodes[req.decode_node]
-        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
-        d.enqueue(req, t)
+        # in series, as in the measured system: the KV goes out (P's step waits for the send), then P's
+        # 1-token response returns and the proxy hands the request to D
+        self.nodes[req.decode_node].enqueue(req, t)
 
     def start_transfer(self, req: Request, t: float) -> None:
         """Called by D once it holds a KV reservation for the request."""
@@ -223,12 +222,10 @@ class Simulator:
             d.blocked -= 1
             if not d.blocked:
                 d.kick(t)
-        self._gate(req, t)
+        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
 
-    def _gate(self, req: Request, t: float) -> None:
-        req.gates -= 1
-        if req.gates:
-            return
+    def _handoff(self, req: Request, t: float) -> None:
+        """The proxy's request reached D, whose KV is in: D computes the last prompt token next."""
         d = self.nodes[req.decode_node]
         if req.aborted:
             d.release(req)

@@ -36,7 +36,7 @@ def estimate(sim: "Simulator", req: "Request", d: "Node") -> dict[str, float]:
     cached_d = d.cached_for(req.conv, prompt)
     new_d = prompt - cached_d
     it_local = pm.iteration([(new_d, cached_d, cached_d == 0)], d.n_dec, d.ctx_sum())
-    ttft_local = pm.hop(prompt) + d.pending_prefill_tokens() * per_token + 0.5 * step + it_local
+    ttft_local = pm.hop(prompt, d.active_seqs()) + d.pending_prefill_tokens() * per_token + 0.5 * step + it_local
     # PD: re-prefill on the least-loaded P, transfer the whole prompt, one iteration on D
     p = sim.pick_p()
     cached_p = p.cached_for(req.conv, prompt)
@@ -44,7 +44,7 @@ def estimate(sim: "Simulator", req: "Request", d: "Node") -> dict[str, float]:
     share = 1 + max(sim.fabric.active_on(p.nid), sim.fabric.active_on(d.nid))
     xfer = sim.fabric.latency + prompt * pm.kv_bytes_per_token * share / sim.fabric.bw
     it_one = pm.iteration([(1, prompt - 1, False)], d.n_dec, d.ctx_sum())
-    ttft_pd = pm.hop(prompt) + t_p + max(xfer, pm.pd_handoff(prompt)) + 0.5 * step + it_one
+    ttft_pd = pm.hop(prompt) + t_p + xfer + pm.pd_handoff(prompt, d.active_seqs()) + 0.5 * step + it_one
     extra_local = max(it_local - step, 0.0)
     extra_pd = max(it_one - step, 0.0) + pm.p.kv_recv_blocks_decode * xfer
     return {"ttft_local": ttft_local, "ttft_pd": ttft_pd, "extra_local": extra_local, "extra_pd": extra_pd,

@@ -12,7 +12,7 @@ class Request:
 
     __slots__ = ("rid", "conv", "turn", "sent", "new_input", "output", "prompt", "path", "prefill_node",
                  "decode_node", "cached", "prefill_tokens", "kv_bytes", "first_token", "finish", "status",
-                 "aborted", "remaining_prefill", "done_prefill", "full_prefill", "generated", "gates",
+                 "aborted", "remaining_prefill", "done_prefill", "full_prefill", "generated",
                  "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode")
 
     def __init__(self, rid: int, conv: int, turn: int, sent: float, new_input: int, output: int, prompt: int):
@@ -37,7 +37,6 @@ class Request:
         self.done_prefill = 0           # context already in KV on that node (cached + prefilled so far)
         self.full_prefill = False       # prefill started with no cached context (a "full" prefill)
         self.generated = 0
-        self.gates = 0                  # PD path on D: waits for KV arrival and the proxy's hand-off
         self.reserved_on = []           # node ids holding a KV reservation for this request
         self.where = ""                 # coarse location, for debugging and aborts
         self.prefill_done_at = -1.0
