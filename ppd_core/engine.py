@@ -7,6 +7,7 @@ the ``Simulator`` object.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
 from time import perf_counter
 
@@ -59,7 +60,7 @@ class Simulator:
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
         self.heap: list = []
-        self.seq = 0
+        self._seq = itertools.count()         # tie-breaker: simultaneous events run in insertion order
         self.now = 0.0
         self.events = 0
         self.requests: list[Request] = []
@@ -71,8 +72,7 @@ class Simulator:
 
     # ---- event plumbing --------------------------------------------------------------------------------
     def push(self, t: float, kind: int, a, b=None) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, kind, a, b))
+        heapq.heappush(self.heap, (t, next(self._seq), kind, a, b))
 
     def span(self, node: Node, start: float, end: float, kind: str, chunks) -> None:
         if self.spans is None:

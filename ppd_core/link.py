@@ -66,6 +66,9 @@ class Fabric:
 
     def _rates(self) -> None:
         """Max-min fair rates by progressive filling over egress (src) and ingress (dst) ports."""
+        if len(self.flows) == 1:   # the common case: one transfer in flight gets the whole link
+            self.flows[0].rate = self.bw
+            return
         unfixed = list(self.flows)
         cap: dict[tuple[str, int], float] = {}
         for f in unfixed:

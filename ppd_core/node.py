@@ -203,7 +203,7 @@ class Node:
                 chunks.append((req, n))
                 spec.append((n, req.done_prefill, req.full_prefill))
             if chunks:
-                t = self.pm.iteration(spec, self.n_dec, self.ctx_sum())
+                t = self.pm.iteration(spec, self.n_dec, self.base_sum + self.n_dec * self.steps)
                 if self.role == "P":   # P's step waits for each finished request's KV send to be queued
                     t += self.pm.p_send_s * sum(1 for req, n in chunks if n == req.remaining_prefill)
                 self.busy, self.iter, self.seg = True, chunks, None
@@ -216,9 +216,10 @@ class Node:
                 return
         if self.n_dec:
             k = 1 if self.exact else self.dec_heap[0][0] - self.steps
-            a, b = self.pm.decode_coeffs(self.n_dec)
-            a = a + b * self.ctx_sum()
-            b = b * self.n_dec
+            n_dec = self.n_dec
+            a, b = self.pm.decode_coeffs(n_dec)
+            a = a + b * (self.base_sum + n_dec * self.steps)
+            b = b * n_dec
             end = now + k * a + b * k * (k - 1) * 0.5
             self.busy, self.iter, self.seg = True, None, (now, k, a, b)
             self.version += 1
