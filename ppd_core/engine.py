@@ -193,21 +193,31 @@ class Simulator:
         if req.aborted:
             p.release(req)
             return
-        # in series, as in the measured system: the KV goes out (P's step waits for the send), then P's
-        # 1-token response returns and the proxy hands the request to D
+        # D reserves KV for the request first (it may have to wait for memory), then the PD path runs in
+        # series as in the measured system: P's 1-token response returns and the proxy hands the request to
+        # D (pd_handoff), and D loads the KV inside its next step (P2pNccl's blocking per-layer receive)
         self.nodes[req.decode_node].enqueue(req, t)
 
-    def start_transfer(self, req: Request, t: float) -> None:
-        """Called by D once it holds a KV reservation for the request."""
+    def decode_reserved(self, req: Request, t: float) -> None:
+        """Called by D once it holds a KV reservation for a PD-path request."""
+        d = self.nodes[req.decode_node]
+        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
+
+    def _handoff(self, req: Request, t: float) -> None:
+        """The proxy's request reached D: the KV moves P -> D now; D's batch pauses while it flows in."""
+        p, d = self.nodes[req.prefill_node], self.nodes[req.decode_node]
+        if req.aborted:
+            for node in (p, d):
+                node.release(req)
+                node.try_admit(t)
+            return
         req.kv_bytes = req.prompt * self.pm.kv_bytes_per_token
         if self.pm.p.kv_recv_blocks_decode >= 0.5:
-            # P2pNccl receives KV inside D's forward step: D's batch pauses until the KV is in
-            d = self.nodes[req.decode_node]
             req.blocks_decode = True
             d.blocked += 1
             if d.busy and d.seg is not None:
                 d.interrupt(t)
-        self.fabric.start(req, req.prefill_node, req.decode_node, req.kv_bytes, t)
+        self.fabric.start(req, p.nid, d.nid, req.kv_bytes, t)
 
     def _transfer_done(self, req: Request, start: float, t: float) -> None:
         req.transfer_done_at = t
@@ -220,18 +230,12 @@ class Simulator:
             self.spans.append((f"{p.name}->{d.name}", "link", start, t, "transfer", str(req.conv)))
         if req.blocks_decode:
             d.blocked -= 1
-            if not d.blocked:
-                d.kick(t)
-        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
-
-    def _handoff(self, req: Request, t: float) -> None:
-        """The proxy's request reached D, whose KV is in: D computes the last prompt token next."""
-        d = self.nodes[req.decode_node]
         if req.aborted:
             d.release(req)
             d.try_admit(t)
+            d.kick(t)
         else:
-            d.ready_after_transfer(req, t)
+            d.ready_after_transfer(req, t)   # kicks D: the last prompt token is computed in its next step
 
     # ---- request outcomes --------------------------------------------------------------------------------
     def first_token(self, req: Request, t: float) -> None:

@@ -131,7 +131,7 @@ class Node:
             self.used += need
             req.reserved_on.append(self.nid)
             if pd_on_decode:
-                self.sim.start_transfer(req, now)
+                self.sim.decode_reserved(req, now)
                 continue
             req.cached = cached
             req.done_prefill = cached
