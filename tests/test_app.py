@@ -166,6 +166,13 @@ def test_bad_parameters_warn_and_fall_back(query, key, expect):
     assert at.metric, "results still shown"
 
 
+def test_repeated_parameter_uses_the_last_value():
+    at = _app({"qps": ["5", "6"], "conversations": "50"})
+    assert any("`qps`" in w and "2 times" in w for w in _warnings(at))
+    assert at.session_state["qps"] == 6.0
+    assert ppd_core.parse(_share_link(at)) == Scenario(qps=6.0, conversations=50)
+
+
 def test_huge_query_string():
     at = _app({"qps": "6", "junk": "x" * 100_000, **{f"k{i}": "1" for i in range(40)}})
     ws = _warnings(at)
