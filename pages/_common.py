@@ -762,18 +762,18 @@ def _system_name(name: str, scenarios: Mapping[str, Scenario]) -> str:
 
 def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str,
                title: str, log_x: bool = True) -> go.Figure:
-    """CDF of ``metric`` for Turn 1 (left) and Turn 2+ (right), one line per system."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Turn 1", "Turn 2+"), shared_yaxes=True)
+    """CDF of ``metric``: Turn 2+ solid, Turn 1 dotted, one colour per system, on one axis (every extra
+    subplot costs the browser a noticeable redraw on each slider move)."""
+    fig = go.Figure()
     for name, r in results.items():
         rec = r["records"]
         ok = rec[rec["status"] == "ok"]
-        for col, mask in ((1, ok["turn"] == 1), (2, ok["turn"] >= 2)):
-            x, y = _ecdf(ok.loc[mask, metric])
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=_system_name(name, scenarios),
-                                     legendgroup=name, showlegend=col == 1, line=dict(
-                                         color=SYSTEM_COLORS.get(name), shape="hv"),
-                                     hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + name + "</extra>"),
-                          row=1, col=col)
+        for turn, mask, dash in (("Turn 2+", ok["turn"] >= 2, None), ("Turn 1", ok["turn"] == 1, "dot")):
+            x, y = _ecdf(ok.loc[mask, metric], max_points=200)
+            fig.add_trace(go.Scatter(
+                x=x, y=y, mode="lines", name=f"{_system_name(name, scenarios)} · {turn}", legendgroup=name,
+                line=dict(color=SYSTEM_COLORS.get(name), shape="hv", dash=dash, width=2 if dash is None else 1.5),
+                hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + f"{name} {turn}" + "</extra>"))
     if log_x:
         vals = pd.concat([r["records"][metric] for r in results.values()]).dropna()
         vals = vals[vals > 0]
@@ -782,9 +782,9 @@ def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], m
                          ticktext=[f"{t:,g}" for t in ticks])
     else:
         fig.update_xaxes(title_text=f"{title} (ms)")
-    fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%", row=1, col=1)
-    fig.update_layout(title=f"{title} distribution (CDF)", height=360, margin=dict(t=60, b=40, l=50, r=10),
-                      legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%")
+    fig.update_layout(title=f"{title} distribution (CDF): Turn 2+ solid, Turn 1 dotted", height=380,
+                      margin=dict(t=60, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.22))
     return fig
 
 

@@ -109,7 +109,8 @@ def test_widget_change_reruns_the_scenario():
 def test_baselines_present_in_charts_and_table():
     at = _app({"layout": "1P_1D_2pD"})
     names = {t.get("name") for fig in _charts(at) for t in fig["data"]}
-    assert {"PPD (1P_1D_2pD)", "PD (1P_3D)", "Replica (4R)"} <= names
+    for system in ("PPD (1P_1D_2pD)", "PD (1P_3D)", "Replica (4R)"):
+        assert {f"{system} · Turn 1", f"{system} · Turn 2+", f"{system} mean"} <= names, names
     table = at.dataframe[0].value
     assert list(table["system"]) == ["PPD", "PD", "Replica"]
     assert list(table["layout"]) == ["1P_1D_2pD", "1P_3D", "4R"]
