@@ -741,6 +741,16 @@ def summary_table(summaries: Mapping[str, dict], scenarios: Mapping[str, Scenari
     return pd.DataFrame(rows)
 
 
+def summary_table_text(summaries: Mapping[str, dict], scenarios: Mapping[str, Scenario]) -> pd.DataFrame:
+    """``summary_table`` formatted for reading: one column per system, one row per figure."""
+    df = summary_table(summaries, scenarios).set_index("system")
+    fmt = {"local share": fmt_pct, "success": fmt_pct, "KV GB": lambda v: f"{v:,.2f}",
+           "tokens/s": lambda v: f"{v:,.0f}"}
+    out = pd.DataFrame({col: [fmt.get(col, (lambda v: f"{v:,.1f}" if isinstance(v, float) else str(v)))(v)
+                              for v in df[col]] for col in df.columns}, index=df.index)
+    return out.T
+
+
 # --------------------------------------------------------------------------------------------------------
 # Charts (Plotly graph_objects; results -> figures only)
 # --------------------------------------------------------------------------------------------------------

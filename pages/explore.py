@@ -34,13 +34,7 @@ with left:
     C.chart(C.by_turn_figure(results, scenarios, "ttft_ms", "TTFT"), "explore_ttft_by_turn", C.defs("ttft"))
 with right:
     st.markdown("**All systems**")
-    st.dataframe(C.summary_table(summaries, scenarios), hide_index=True, width="stretch",
-                 column_config={"local share": st.column_config.NumberColumn(format="percent"),
-                                "success": st.column_config.NumberColumn(format="percent"),
-                                **{c: st.column_config.NumberColumn(format="%.1f") for c in (
-                                    "T1 TTFT mean (ms)", "T2+ TTFT mean (ms)", "T2+ TTFT p90 (ms)",
-                                    "T2+ TPOT mean (ms)", "T2+ E2E mean (ms)", "tokens/s")},
-                                "KV GB": st.column_config.NumberColumn(format="%.2f")})
+    st.table(C.summary_table_text(summaries, scenarios))
     st.caption(C.defs("x", "s") + "  \nPolicy `dynamic` decides per request with Eq.1 from live state; "
                "`dynamic-table` uses the paper's offline table; pD nodes always serve Turn 2+ locally.")
 

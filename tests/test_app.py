@@ -111,10 +111,10 @@ def test_baselines_present_in_charts_and_table():
     names = {t.get("name") for fig in _charts(at) for t in fig["data"]}
     for system in ("PPD (1P_1D_2pD)", "PD (1P_3D)", "Replica (4R)"):
         assert {f"{system} · Turn 1", f"{system} · Turn 2+", f"{system} mean"} <= names, names
-    table = at.dataframe[0].value
-    assert list(table["system"]) == ["PPD", "PD", "Replica"]
-    assert list(table["layout"]) == ["1P_1D_2pD", "1P_3D", "4R"]
-    assert list(table["policy"])[1] == "pd"
+    table = at.table[0].value
+    assert list(table.columns) == ["PPD", "PD", "Replica"]
+    assert list(table.loc["layout"]) == ["1P_1D_2pD", "1P_3D", "4R"]
+    assert table.loc["policy", "PD"] == "pd"
 
 
 def test_bandwidth_preset_buttons():
