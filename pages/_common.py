@@ -555,13 +555,27 @@ def worker_pool(n: int) -> Workers | None:
     return Workers(pool, warm)
 
 
+def start_workers() -> None:
+    """Start (once per server) and warm the worker pool, and let this session use it. Pages call this after
+    their results are on screen, so spawning the workers never delays a first page load."""
+    worker_pool(_worker_count())
+    st.session_state["_workers"] = True
+
+
+def _ready_workers() -> Workers | None:
+    if not st.session_state.get("_workers"):
+        return None
+    workers = worker_pool(_worker_count())
+    return workers if workers is not None and workers.ready else None
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def simulate(sc: Scenario, record_spans: bool = False) -> dict:
     """One ppd_core run, reduced to picklable parts (summary dict, records/nodes/spans DataFrames). Runs in
     the worker pool once it is warm, so several scenarios can run at once (see ``parallel_map``); until then
-    (the very first page load) in this process, so the first results do not wait for workers to start."""
-    workers = worker_pool(_worker_count())
-    if workers is None or not workers.ready:
+    (a session's first page load) in this process. Either way the result is the same pure function of ``sc``."""
+    workers = _ready_workers()
+    if workers is None:
         res = ppd_core.run(sc, record_spans=record_spans)
     else:
         res = workers.pool.submit(ppd_core.run, sc, record_spans=record_spans).result()

@@ -44,3 +44,5 @@ c1.download_button("Per-request records (CSV)", data=lambda: C.records_csv(resul
                    mime="text/csv", on_click="ignore", icon=":material/download:")
 c2.download_button("Summary (JSON)", data=lambda: C.summary_json(results, url), file_name="ppd_summary.json",
                    mime="application/json", on_click="ignore", icon=":material/download:")
+
+C.start_workers()      # after the results are on screen: later changes run side by side

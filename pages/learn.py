@@ -96,3 +96,5 @@ C.chart(C.interference_figure(curve, n_prefills, p_tokens, c_tokens), "learn_int
         "measured about +48 % (full) vs +2 % (append) for one 1,024-token prefill at batch 200 on an H100.")
 
 C.share_box(sc, "learn", C.extras_in_url([step_ctrl, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS]))
+
+C.start_workers()      # after the results are on screen: later changes run side by side

@@ -19,6 +19,7 @@ C.show_warnings(state.warnings)
 C.share_box(sc, "sweep")
 
 systems = C.run_or_stop(lambda: C.baseline_scenarios(sc))
+C.start_workers()      # the sweeps run their points side by side in the worker pool
 
 
 def _points(key, grid):

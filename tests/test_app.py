@@ -294,5 +294,8 @@ def test_worker_pool_path(monkeypatch):
         f.result(timeout=120)
     assert workers.ready
     at = _app({"conversations": "80", "qps": "3"})
-    summary = ppd_core.run(Scenario(conversations=80, qps=3.0)).summary
+    assert at.session_state["_workers"]
+    at.slider(key="qps").set_value(3.5).run()           # this run uses the warm pool
+    assert not at.exception
+    summary = ppd_core.run(Scenario(conversations=80, qps=3.5)).summary
     assert _metric(at, "Turn 2+ TTFT mean").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["mean"])
