@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 MEASURED_GPU = "H100-SXM"
@@ -411,14 +411,55 @@ def step_s(gpu: GpuSpec, model: ModelSpec, p: PhysParams, chunks: Sequence[tuple
 
 def interference_s(gpu: GpuSpec, model: ModelSpec, p: PhysParams, chunks: Sequence[tuple[int, int]], batch,
                    ctx_sum, shared_prefix=0, foreign_running=False, tp=1) -> float:
-    """Extra time the mixed iteration costs *beyond* the decode-only step of the same decodes plus the
-    prefill chunks run alone: the cascade read lost (if the decodes share a prefix and a foreign request
-    runs) + ``t_mix`` + the 2-norm's coupling of decode and prefill tokens. Always >= 0 and bounded by
-    batch x shared_prefix x kv / (BW eta_share) + t_mix + t_iter."""
-    mixed = step_s(gpu, model, p, chunks, batch, ctx_sum, shared_prefix, foreign_running, tp)
-    dec = step_s(gpu, model, p, (), batch, ctx_sum, shared_prefix, False, tp)
-    alone = step_s(gpu, model, p, chunks, 0, 0, 0, False, tp)
-    return max(0.0, mixed - dec - alone + p.t_iter_ms * 1e-3)
+    """Extra time a mixed iteration costs the co-batched decodes: step(mixed) - step(the same decodes alone)
+    - the prefill chunks' own roofline work (their FLOPs at eta_compute, their attention, their t_seq).
+    = the shared-prefix read lost (only if the decodes share a prefix and a foreign request runs) + t_mix +
+    the 2-norm coupling (<= 0: the weights are read once for both). Clipped at 0; bounded above by
+    batch x shared_prefix x kv / (BW eta_share) + t_mix."""
+    ch = [(num(f"chunks[{i}].new", a, integer=True), num(f"chunks[{i}].cached", c, integer=True))
+          for i, (a, c) in enumerate(chunks)]
+    n = num("tp", tp, positive=True, integer=True)
+    mixed = step_s(gpu, model, p, ch, batch, ctx_sum, shared_prefix, foreign_running, n)
+    dec = step_s(gpu, model, p, (), batch, ctx_sum, shared_prefix, False, n)
+    new = sum(a for a, _ in ch)
+    work = ((new * model.linear_gflop_per_token + len(ch) * model.lm_head_gflop) * 1e9
+            / (gpu.flops * n * p.eta_compute) + prefill_attention_s(gpu, model, p, ch, n)
+            + len(ch) * p.t_seq_us * 1e-6)
+    return max(0.0, mixed - dec - work)
+
+
+class PhysicsStepModel:
+    """Adapter with the engine's current latency-model call shape (``PerfModel.iteration`` /
+    ``decode_coeffs`` / ``prefill_time``) so the lead can try the laws behind the new Protocol. One
+    (gpu, model, tp, params, shared_prefix) per instance; ``is_full`` in chunks is accepted and ignored
+    (no cached==0 gate)."""
+
+    def __init__(self, gpu: str | GpuSpec, model: str | ModelSpec, tp=1, params: PhysParams | None = None,
+                 shared_prefix=0):
+        self.gpu = gpu_spec(gpu) if isinstance(gpu, str) else gpu
+        self.model = model_spec(model) if isinstance(model, str) else model
+        self.tp = num("tp", tp, positive=True, integer=True)
+        self.p = params or default_params()
+        # vLLM's common prefix is counted in whole KV blocks
+        self.shared_prefix = num("shared_prefix", shared_prefix, integer=True) // BLOCK_TOKENS * BLOCK_TOKENS
+        self.kv_bytes_per_token = self.model.kv_bytes_per_token
+
+    def iteration(self, chunks, batch, ctx_sum, foreign_running=False) -> float:
+        ch = [(c[0], c[1]) for c in chunks]
+        P = self.shared_prefix if batch and ctx_sum >= self.shared_prefix * batch else 0
+        return step_s(self.gpu, self.model, self.p, ch, batch, ctx_sum, P, foreign_running, self.tp)
+
+    def decode_coeffs(self, batch, foreign_running=False) -> tuple[float, float]:
+        """(a, b) with decode-only step time = a + b x (sum of contexts): affine in ctx_sum, so the engine
+        can keep advancing decode analytically (the shared-prefix term is part of a)."""
+        B = num("batch", batch, positive=True, integer=True)
+        b = self.kv_bytes_per_token / self.tp / (self.gpu.hbm_bps * self.p.eta_kv)
+        P = self.shared_prefix
+        ref = B * (P + 1)
+        return self.iteration((), B, ref, foreign_running) - b * ref, b
+
+    def prefill_time(self, new, cached) -> float:
+        return step_s(self.gpu, self.model, self.p, [(new, cached)], 0, 0, 0, False, self.tp)
 
 
 # ---- the interference micro-benchmark driver ----------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import sys
 import time
 from dataclasses import asdict, replace

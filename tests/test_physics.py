@@ -208,26 +208,75 @@ def test_other_gpu_scales_hardware_terms(llama, p):
 
 
 # ---- input validation ------------------------------------------------------------------------------------
-BAD = [0.0, -1.0, float("nan"), float("inf"), float("-inf")]
+NEVER_OK = [-1.0, float("nan"), float("inf"), float("-inf")]
 
 
-@pytest.mark.parametrize("bad", BAD)
-def test_validation_one_line_errors(h100, llama, p, bad):
-    calls = [
-        lambda: ph.step_s(h100, llama, p, [(bad, 0)], 10, 1000) if bad != 0 else ph.num("x", bad, positive=True),
-        lambda: ph.step_s(h100, llama, p, (), bad, 1000) if bad != 0 else ph.tp_allreduce_s(1, 4096, 32, bad, 380, 8),
+def _calls(h100, llama, p, bad):
+    """One call per public function, ``bad`` in a numeric argument that must be >= 0 (zero allowed)."""
+    m = ph.default_meas()
+    return [
+        lambda: ph.step_s(h100, llama, p, [(bad, 0)], 10, 1000),
+        lambda: ph.step_s(h100, llama, p, [(100, bad)], 10, 1000),
+        lambda: ph.step_s(h100, llama, p, (), bad, 1000),
+        lambda: ph.step_s(h100, llama, p, (), 10, bad),
+        lambda: ph.step_s(h100, llama, p, (), 10, 10000, shared_prefix=bad),
+        lambda: ph.interference_s(h100, llama, p, [(100, 0)], 10, bad),
+        lambda: ph.decode_attention_s(h100, llama, p, 10, bad),
+        lambda: ph.linear_s(h100, llama, p, bad, 1),
+        lambda: ph.weight_bytes_read(llama, bad),
+        lambda: ph.expected_experts_touched(bad, 128, 8),
+        lambda: ph.tp_allreduce_s(bad, 4096, 32, 2, 380, 8),
+        lambda: ph.tp_allreduce_s(10, 4096, 32, 2, 380, bad),
+        lambda: ph.kv_transfer_s(llama, bad, 150, 5),
+        lambda: ph.kv_transfer_s(llama, 10, 150, bad),
+        lambda: ph.pd_path_costs(llama, bad, 1, 1, 1),
+        lambda: ph.pd_path_costs(llama, 10, 1, 1, bad),
+        lambda: ph.cascade_used(bad, 10, True, 32, 8),
+        lambda: ph.microbench_tpot_ms(h100, llama, p, m, 10, "append", bad),
+        lambda: replace(p, t_iter_ms=bad),
+        lambda: ph.PhysicsStepModel("H100-SXM", "Llama-3.1-8B", 1, p, shared_prefix=bad),
+    ]
+
+
+def _positive_calls(h100, llama, p, bad):
+    """Arguments that must be > 0: zero is an error too."""
+    m = ph.default_meas()
+    return [
+        lambda: ph.step_s(h100, llama, p, (), 10, 1000, tp=bad),
+        lambda: ph.tp_allreduce_s(10, bad, 32, 2, 380, 8),
+        lambda: ph.tp_allreduce_s(10, 4096, bad, 2, 380, 8),
+        lambda: ph.tp_allreduce_s(10, 4096, 32, bad, 380, 8),
         lambda: ph.tp_allreduce_s(10, 4096, 32, 2, bad, 8),
         lambda: ph.expected_experts_touched(1, bad, 8),
+        lambda: ph.expected_experts_touched(1, 128, bad),
         lambda: ph.kv_transfer_s(llama, 10, bad, 5),
-        lambda: ph.microbench_tpot_ms(h100, llama, p, ph.default_meas(), bad, "full"),
+        lambda: ph.kv_transfer_s(llama, 10, 150, 5, efficiency=bad),
+        lambda: ph.microbench_tpot_ms(h100, llama, p, m, bad, "full"),
+        lambda: ph.microbench_tpot_ms(h100, llama, p, m, 10, "full", 1, prefill_tokens=bad),
         lambda: replace(p, eta_kv=bad),
-        lambda: ph.pd_path_costs(llama, 10, 1, 1, bad) if bad != 0 else ph.tp_allreduce_s(1, bad, 32, 2, 380, 8),
-        lambda: ph.decode_attention_s(h100, llama, p, 10, bad if bad != 0 else -1, 0),
+        lambda: replace(p, eta_share=bad),
+        lambda: ph.PhysicsStepModel("H100-SXM", "Llama-3.1-8B", 1, p).decode_coeffs(bad),
     ]
-    for c in calls:
-        with pytest.raises(ph.PhysicsInputError) as e:
-            c()
-        assert "\n" not in str(e.value) and str(e.value)
+
+
+def _assert_one_line_error(call):
+    with pytest.raises(ph.PhysicsInputError) as e:
+        call()
+    msg = str(e.value)
+    assert msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("bad", NEVER_OK)
+def test_validation_rejects_negative_nan_inf(h100, llama, p, bad):
+    for call in _calls(h100, llama, p, bad) + _positive_calls(h100, llama, p, bad):
+        _assert_one_line_error(call)
+
+
+def test_validation_rejects_zero_where_positive_needed(h100, llama, p):
+    for call in _positive_calls(h100, llama, p, 0):
+        _assert_one_line_error(call)
+    for call in _calls(h100, llama, p, 0):   # zero is a legal count/length there
+        call()
 
 
 @pytest.mark.parametrize("bad", [True, "3", None, 1.5])
@@ -244,3 +293,24 @@ def test_validation_consistency(h100, llama, p):
     with pytest.raises(ph.PhysicsInputError, match="kind"):
         ph.microbench_tpot_ms(h100, llama, p, ph.default_meas(), 10, "partial")
     assert math.isfinite(ph.step_s(h100, llama, p, (), 0, 0))
+
+
+def test_interference_is_zero_for_ordinary_batches_and_bounded(h100, llama, p):
+    for b in (10, 50, 100):
+        x = ph.interference_s(h100, llama, p, [(600, 0)], b, b * 750)
+        assert x <= p.t_mix_ms * 1e-3 + 1e-9
+    b, s = 100, 2048
+    x = ph.interference_s(h100, llama, p, [(1024, 0)], b, b * (s + 64), s, True)
+    bound = b * s * llama.kv_bytes_per_token / (h100.hbm_bps * p.eta_share) + p.t_mix_ms * 1e-3
+    assert 0.5 * bound < x <= bound + 1e-9
+
+
+def test_adapter_matches_step_and_is_affine(h100, llama, p):
+    for P in (0, 2048):
+        m = ph.PhysicsStepModel("H100-SXM", "Llama-3.1-8B", 1, p, shared_prefix=P)
+        a, k = m.decode_coeffs(64)
+        for ctx in (64 * (P + 100), 64 * (P + 3000)):
+            assert a + k * ctx == pytest.approx(m.iteration([], 64, ctx), rel=1e-9)
+        assert m.iteration([(600, 0, True)], 10, 10 * (P + 750)) == \
+            ph.step_s(h100, llama, p, [(600, 0)], 10, 10 * (P + 750), P)
+        assert m.prefill_time(1024, 16) == pytest.approx(m.prefill_time(1024, 0), rel=0.01)
