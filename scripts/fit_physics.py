@@ -118,7 +118,7 @@ def main(argv):
         "params": {"eta_share": round(p.eta_share, 6), "t_mix_ms": round(p.t_mix_ms, 6)},
         "measurement": {"client_ms": round(m.client_ms, 6), "stream_us": round(m.stream_us, 6)},
         "fit": {"n_rows": len(rs), "nfev": int(sol.nfev), "status": int(sol.status), "message": sol.message,
-                "seconds": round(secs, 2), "sigma": {f: round(float(v), 6) for f, v in zip(FIT, sig)}, "x0": dict(zip(FIT, X0)), "bounds": dict(zip(FIT, zip(LO, HI))),
+                "sigma": {f: round(float(v), 6) for f, v in zip(FIT, sig)}, "x0": dict(zip(FIT, X0)), "bounds": dict(zip(FIT, zip(LO, HI))),
                 "on_bound": [f for f, v, lo, hi in zip(FIT, sol.x, LO, HI) if v <= lo + 1e-9 or v >= hi - 1e-9],
                 "all": summary(err), "groups": per_group,
                 "ablation_no_cascade_term": {"t_mix_ms": round(float(abl.x[0]), 4), "client_ms": round(float(abl.x[1]), 4),
