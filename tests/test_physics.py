@@ -314,3 +314,26 @@ def test_adapter_matches_step_and_is_affine(h100, llama, p):
         assert m.iteration([(600, 0, True)], 10, 10 * (P + 750)) == \
             ph.step_s(h100, llama, p, [(600, 0)], 10, 10 * (P + 750), P)
         assert m.prefill_time(1024, 16) == pytest.approx(m.prefill_time(1024, 0), rel=0.01)
+
+
+@pytest.mark.slow
+def test_refit_reproduces_shipped_parameters(tmp_path, monkeypatch):
+    """scripts/fit_physics.py from its fixed start point reproduces data/physics_params.json within 1 %."""
+    import importlib.util
+    import shutil
+    measured = Path("/work/shared/data/ppd-measured")
+    if not measured.exists():
+        pytest.skip("measured data not available")
+    spec = importlib.util.spec_from_file_location("fit_physics", ROOT / "scripts" / "fit_physics.py")
+    fp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fp)
+    (tmp_path / "data").mkdir()
+    for f in ("perf_params.json", "gpus.json", "models.json", "models_moe.json"):
+        shutil.copy(ROOT / "data" / f, tmp_path / "data" / f)
+    monkeypatch.setattr(fp, "ROOT", tmp_path)
+    fp.main(["fit", str(measured)])
+    new = json.loads((tmp_path / "data" / "physics_params.json").read_text())
+    old = json.loads((ROOT / "data" / "physics_params.json").read_text())
+    for sect in ("params", "measurement"):
+        for k, v in old[sect].items():
+            assert new[sect][k] == pytest.approx(v, rel=0.01, abs=1e-6), k
