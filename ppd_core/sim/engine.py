@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from functools import partial
 from collections import deque
 from time import perf_counter
 
@@ -68,6 +69,7 @@ class Simulator:
                                    exact=exact))
         self.p_nodes = [n for n in self.nodes if n.role == "P"]
         self.serving = [n for n in self.nodes if n.role != "P"]
+        self._pick_p = partial(self.router.pick, self.p_nodes)
         tp = sc.tp_degree
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
@@ -82,6 +84,7 @@ class Simulator:
         self.open_convs = len(self.convs)   # the run ends when every conversation has ended
         self.spans: list | None = [] if record_spans else None
         self.view = ClusterView(self)        # what the Turn 2+ policy sees
+        self.node_views = tuple(self.view.node(n.nid) for n in self.nodes)
 
     # ---- event plumbing --------------------------------------------------------------------------------
     def push(self, t: float, kind: EventKind, a, b=None) -> None:
@@ -118,24 +121,24 @@ class Simulator:
             self.events += 1
             if self.events > MAX_EVENTS:
                 break
-            if kind == NODE_WAKE:
+            if kind is NODE_WAKE:
                 nodes_wake(a, t, b)
-            elif kind == AT_NODE:
+            elif kind is AT_NODE:
                 if not b.aborted:
                     a.enqueue(b, t)
-            elif kind == TIMEOUT_EV:
+            elif kind is TIMEOUT_EV:
                 if a.status != OK and not a.aborted:
                     self._timeout(a, t)
-            elif kind == SEND:
+            elif kind is SEND:
                 if not a.aborted:
                     self._send(a, t)
-            elif kind == LINK_WAKE:
+            elif kind is LINK_WAKE:
                 a.wake(t, b)
-            elif kind == XFER_DONE:
+            elif kind is XFER_DONE:
                 self._transfer_done(a, b, t)
-            elif kind == HANDOFF:
+            elif kind is HANDOFF:
                 self._handoff(a, t)
-            elif kind == ARRIVAL:
+            elif kind is ARRIVAL:
                 self._arrival(a, t)
 
     # ---- client ------------------------------------------------------------------------------------------
@@ -178,7 +181,7 @@ class Simulator:
     # ---- router ------------------------------------------------------------------------------------------
     def pick_p(self) -> Node:
         """The P node for a PD-path request (the router's choice; today least-loaded)."""
-        return self.router.pick(self.p_nodes)
+        return self._pick_p()
 
     def observed_qps(self) -> float:
         return self.arrived / self.now if self.now > 0 else self.sc.qps
@@ -197,7 +200,7 @@ class Simulator:
         elif node.role == "pD":
             req.path = LOCAL
         else:
-            req.path = LOCAL if self.policy(self.view, req, self.view.node(node.nid)) else PD
+            req.path = LOCAL if self.policy(self.view, req, self.node_views[node.nid]) else PD
         if req.path == PD:
             p = self.pick_p()
             req.prefill_node = p.nid

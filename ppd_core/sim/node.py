@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from .kvcache import BLOCK, ConversationLRU, KVCache
@@ -31,7 +32,7 @@ class Segment(NamedTuple):
     b: float
 
 
-_segment = Segment._make   # builds from one tuple without a Python-level __new__ (hot path)
+_segment = partial(tuple.__new__, Segment)   # Segment from one tuple, no Python-level __new__ (hot path)
 
 
 class Node:
@@ -113,7 +114,7 @@ class Node:
             if len(self.prefill_q) + self.n_dec >= self.max_seqs:
                 break
             pd_on_decode = req.path == PD and self.role != "P"
-            cached = 0 if pd_on_decode else self.cached_for(req.conv, req.prompt)
+            cached = 0 if pd_on_decode else self.kv.hit(req.conv, req.prompt)
             # cached tokens of this conversation turn into the reservation; PD on D: superseded by the transfer
             entry = self.kv.take(req.conv)
             if not self.kv.make_room(need, req.conv, self.capacity - self.used):
