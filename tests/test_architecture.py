@@ -131,3 +131,10 @@ def test_pyproject_ships_every_subpackage_and_the_catalogs():
     assert packages <= listed, packages - listed
     assert conf["tool"]["setuptools"]["package-dir"]["ppd_core.data"] == "data"
     assert conf["project"]["scripts"]["ppd"] == "ppd_core.cli:main"
+
+
+def test_the_walk_sees_function_level_and_type_checking_imports():
+    scenario = _imports(PKG / "config" / "scenario.py")
+    assert any(t == "ppd_core.config.workload_catalog" for _, t in scenario)      # inside _workload_names()
+    node = _imports(PKG / "sim" / "node.py")
+    assert any(t == "ppd_core.sim.events" for _, t in node)                      # under TYPE_CHECKING

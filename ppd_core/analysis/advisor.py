@@ -34,9 +34,8 @@ candidates differ most), the Explore view of that run. A trace workload's link c
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..config.errors import ScenarioError
 from ..config.layout import MAX_NODES, Layout, parse_layout

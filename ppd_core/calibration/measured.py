@@ -20,14 +20,15 @@ import csv
 import math
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 from pathlib import Path
 
 from ..config import catalog
 from ..config.errors import PPDError, ScenarioError
 from ..config.scenario import Scenario
 
-VALID_FAILURE = {"ok", "sporadic_disconnect", ""}
-PPD_FLAG_LAYOUTS = {"1P_3D", "2P_2D", "3P_1D", "1R_1P_2D", "1R_2P_1D", "2R_1P_1D"}
+VALID_FAILURE = frozenset({"ok", "sporadic_disconnect", ""})
+PPD_FLAG_LAYOUTS = frozenset({"1P_3D", "2P_2D", "3P_1D", "1R_1P_2D", "1R_2P_1D", "2R_1P_1D"})
 HASH_QUIRK_FRAC = 2.0 / 9.0
 COMPREHENSIVE_METRICS = ("avg_ttft_ms", "p50_ttft_ms", "p99_ttft_ms", "avg_tpot_ms", "p50_tpot_ms",
                          "p99_tpot_ms", "avg_e2e_ms", "p50_e2e_ms", "p99_e2e_ms")
@@ -66,7 +67,7 @@ def _f(x: str | None) -> float | None:
 
 
 # gpu_mem_util of the scaling runs (measured README: 8B 0.90, Qwen2.5-14B 0.92), used when a row has none
-SCALING_MEM_UTIL = {"Llama-3.1-8B": 0.90, "Qwen2.5-14B": 0.92}
+SCALING_MEM_UTIL = MappingProxyType({"Llama-3.1-8B": 0.90, "Qwen2.5-14B": 0.92})
 
 
 def _model_name(raw: str | None) -> str:

@@ -6,6 +6,7 @@ import math
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -16,8 +17,8 @@ from ..config.scenario import Scenario
 from ..model.params import PerfParams
 from .measured import Row, read_dir
 
-PAIRS = {"1P_3D": "1P_3pD", "2P_2D": "2P_2pD", "3P_1D": "3P_1pD"}
-_STAT = {"avg": "mean", "p50": "p50", "p90": "p90", "p99": "p99"}
+PAIRS = MappingProxyType({"1P_3D": "1P_3pD", "2P_2D": "2P_2pD", "3P_1D": "3P_1pD"})
+_STAT = MappingProxyType({"avg": "mean", "p50": "p50", "p90": "p90", "p99": "p99"})
 
 
 def _sim_metrics(args: tuple[Scenario, PerfParams | None, bool]) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .errors import ScenarioError
 
@@ -27,12 +28,12 @@ PAPER_LAYOUTS = (
     "1R_1P_2D", "1R_1P_1D_1pD", "1R_1P_2pD", "1R_2P_1D", "1R_2P_1pD", "2R_1P_1D", "2R_1P_1pD",
 )
 
-LAYOUT_CATEGORY = {
+LAYOUT_CATEGORY = MappingProxyType({
     "4R": "Replica",
     "1P_3D": "PD (x=0)", "2P_2D": "PD (x=0)", "3P_1D": "PD (x=0)",
     "1P_3pD": "Full AP-to-D (x=1)", "2P_2pD": "Full AP-to-D (x=1)", "3P_1pD": "Full AP-to-D (x=1)",
     "1P_2D_1pD": "Partial (0<x<1)", "1P_1D_2pD": "Partial (0<x<1)", "2P_1D_1pD": "Partial (0<x<1)",
-}
+})
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 from urllib.parse import parse_qsl, quote, urlsplit
 
@@ -140,7 +141,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("seed", "int", 42, "", "Random seed: same scenario and seed give byte-identical results.",
               lo=0, hi=2**31 - 1),
 )
-SPEC: Mapping[str, FieldSpec] = {f.key: f for f in FIELDS}
+SPEC: Mapping[str, FieldSpec] = MappingProxyType({f.key: f for f in FIELDS})
 
 
 def _coerce(spec: FieldSpec, raw: Any) -> Any:

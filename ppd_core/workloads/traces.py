@@ -48,7 +48,7 @@ import numpy as np
 
 from ..config.errors import ScenarioError, TraceError
 from .conversation import Conversation
-from .trace_common import (CHARS_PER_TOKEN, CSV_COLUMNS, FORMATS, MAX_TRACE_BYTES, MAX_TRACE_CONVERSATIONS,  # noqa: F401
+from .trace_common import (CHARS_PER_TOKEN, CSV_COLUMNS, FORMATS, MAX_TRACE_BYTES, MAX_TRACE_CONVERSATIONS,  # noqa: F401 (re-exported)
                            MAX_TRACE_REQUESTS, MAX_TRACE_SPAN_S, MAX_TRACE_TOKENS, MAX_TRACE_TURNS,
                            MOONCAKE_BLOCK_TOKENS, UNASSIGNED_ARRIVAL, TraceSource, _detect, estimate_tokens, _load_text, _renumber,
                            _show)
@@ -104,3 +104,8 @@ def trace_digest(convs: Iterable[Conversation]) -> str:
         turns = ";".join(f"{int(t.new_input)},{int(t.output)}" for t in c.turns)
         h.update(f"{float(c.arrival_s)!r}|{turns}\n".encode("ascii"))
     return h.hexdigest()[:16]
+
+
+__all__ = ["FORMATS", "CHARS_PER_TOKEN", "CSV_COLUMNS", "MOONCAKE_BLOCK_TOKENS", "UNASSIGNED_ARRIVAL", "MAX_TRACE_BYTES",
+           "MAX_TRACE_CONVERSATIONS", "MAX_TRACE_REQUESTS", "MAX_TRACE_SPAN_S", "MAX_TRACE_TOKENS", "MAX_TRACE_TURNS",
+           "TraceSource", "estimate_tokens", "detect_format", "load_trace", "assign_arrivals", "trace_digest"]
