@@ -13,7 +13,8 @@ from ..analysis.sweep import run_grid
 from ..analysis.table import build_table, cell_scenarios
 from ..config.scenario import Scenario
 from ..config.workload_catalog import SYNTHETIC
-from .judge import Item, Tol, _bench, _judged, _num, _pct, _row, _table, measured_dir_or_none
+from .judge import (Item, Tol, as_number, bench_scenario, judged_counts, judged_row, judged_table,
+                    measured_dir_or_none, pct_change)
 from .published import ENGINE_LAYOUTS, ENGINE_QPS, ENGINE_WORKLOADS, PUB_TABLE_LOCAL_CELLS
 
 
@@ -24,7 +25,7 @@ def engine_scenarios(layouts: Sequence[str] = ENGINE_LAYOUTS, conversations: int
             for q in ENGINE_QPS:
                 if wl in SYNTHETIC:
                     # the benchmark window without the routing quirk: every policy decides every Turn 2
-                    base = _bench(layout=lay, workload=wl, qps=q, rehash_frac=0.0)
+                    base = bench_scenario(layout=lay, workload=wl, qps=q, rehash_frac=0.0)
                     label = f"{lay} {wl} QPS {q:g} (benchmark window)"
                 else:
                     base = Scenario(layout=lay, workload=wl, qps=q, conversations=conversations)
@@ -53,8 +54,8 @@ def engines(progress: Progress | None = None, measured_dir: str | Path | None = 
         tables[lay] = build_table(k, progress=part(i * per_table))
     df = run_grid([p[1] for p in pts], progress=part(per_table * len(keys)))
     data = pd.DataFrame([{"case": label, "layout": sc.layout, "workload": sc.workload, "qps": sc.qps,
-                          "policy": sc.policy, "local_share": _num(r["local_share"]),
-                          "ttft_ms": _num(r["turn2plus.ttft_ms.mean"]), "tpot_ms": _num(r["turn2plus.tpot_ms.mean"])}
+                          "policy": sc.policy, "local_share": as_number(r["local_share"]),
+                          "ttft_ms": as_number(r["turn2plus.ttft_ms.mean"]), "tpot_ms": as_number(r["turn2plus.tpot_ms.mean"])}
                          for (label, sc), (_, r) in zip(pts, df.iterrows())])
     rows = []
     mdir = measured_dir_or_none(measured_dir)
@@ -65,28 +66,28 @@ def engines(progress: Progress | None = None, measured_dir: str | Path | None = 
         measured_cells = int(lt["use_ppd"].astype(str).str.lower().eq("true").sum())
     for lay in layouts:
         n_local = tables[lay].local_cells()
-        rows.append(_row(f"{lay}: table cells choosing local (of {len(tables[lay].cells)}), w=(1,1)", "cells",
+        rows.append(judged_row(f"{lay}: table cells choosing local (of {len(tables[lay].cells)}), w=(1,1)", "cells",
                          n_local, PUB_TABLE_LOCAL_CELLS.get(lay, math.nan),
                          Tol("abs", 18.0) if lay in PUB_TABLE_LOCAL_CELLS else None, "reference code on the repo data"))
         if lay == "2P_2D" and measured_cells is not None:
-            rows.append(_row(f"{lay}: table cells choosing local (of {len(tables[lay].cells)}), w=(1,1)", "cells",
+            rows.append(judged_row(f"{lay}: table cells choosing local (of {len(tables[lay].cells)}), w=(1,1)", "cells",
                              n_local, measured_cells, None, "measured (ppd_lookup_table.csv)"))
     for label in dict.fromkeys(data["case"]):
         d = data[data["case"] == label].set_index("policy")
-        rows.append(_row(f"{label}: local share, table − online", "pp",
+        rows.append(judged_row(f"{label}: local share, table − online", "pp",
                          100 * (d.loc["dynamic-table", "local_share"] - d.loc["dynamic", "local_share"]), 0.0,
                          Tol("abs", 20.0), "table vs online"))
-        rows.append(_row(f"{label}: Turn 2+ TTFT, table vs online", "%",
-                         _pct(d.loc["dynamic-table", "ttft_ms"], d.loc["dynamic", "ttft_ms"]), 0.0,
+        rows.append(judged_row(f"{label}: Turn 2+ TTFT, table vs online", "%",
+                         pct_change(d.loc["dynamic-table", "ttft_ms"], d.loc["dynamic", "ttft_ms"]), 0.0,
                          Tol("abs", 20.0), "table vs online"))
     sg = data[(data["layout"] == "2P_2D") & (data["workload"] == "sharegpt")]
     for q, g in sg.groupby("qps"):
         g = g.set_index("policy")
-        rows.append(_row(f"2P_2D sharegpt QPS {q:g}: Turn 2+ TTFT, table engine vs static x=1", "%",
-                         _pct(g.loc["dynamic-table", "ttft_ms"], g.loc["ppd", "ttft_ms"]), 0.0, Tol("abs", 10.0),
+        rows.append(judged_row(f"2P_2D sharegpt QPS {q:g}: Turn 2+ TTFT, table engine vs static x=1", "%",
+                         pct_change(g.loc["dynamic-table", "ttft_ms"], g.loc["ppd", "ttft_ms"]), 0.0, Tol("abs", 10.0),
                          "measured: PPD-dynamic ≈ static pD (41.8 vs 40.7 ms)"))
-    table = _table(rows)
-    n_ok, n = _judged(rows)
+    table = judged_table(rows)
+    n_ok, n = judged_counts(rows)
     agree = table[table["quantity"].str.contains("local share, table")]
     verdict = (f"{n_ok}/{n} within tolerance. Tables choose local in "
                + ", ".join(f"{lay} {tables[lay].local_cells()}/{len(tables[lay].cells)}" for lay in layouts)

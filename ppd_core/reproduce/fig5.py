@@ -8,7 +8,7 @@ import pandas as pd
 from ..analysis.progress import Progress
 from ..config.scenario import Scenario
 from ..model.params import default_params
-from .judge import Item, Tol, _grid, _judged, _num, _pct, _row, _table
+from .judge import Item, Tol, as_number, judged_counts, judged_row, judged_table, pct_change, run_scenarios
 from .published import FIG5_BW, PUB_FIG5
 
 
@@ -23,13 +23,13 @@ def fig5(conversations: int = 500, progress: Progress | None = None) -> Item:
     dynamic) as the P->D link drops from 150 to 10 GB/s. Transfers are independent (the paper's Eq.2 adds
     a per-transfer delay; it models no shared link)."""
     scs = fig5_scenarios(conversations)
-    df = _grid(scs, progress)
+    df = run_scenarios(scs, progress)
     data = []
     for sc, (_, r) in zip(scs, df.iterrows()):
         system = "PD" if sc.policy == "pd" else "PPD"
         rec = {"bandwidth_gbps": sc.bandwidth_gbps, "system": system,
-               "ttft_ms": _num(r["turn2plus.ttft_ms.mean"]), "tpot_ms": _num(r["turn2plus.tpot_ms.mean"]),
-               "e2e_ms": _num(r["turn2plus.e2e_ms.mean"]), "local_share": _num(r["local_share"])}
+               "ttft_ms": as_number(r["turn2plus.ttft_ms.mean"]), "tpot_ms": as_number(r["turn2plus.tpot_ms.mean"]),
+               "e2e_ms": as_number(r["turn2plus.e2e_ms.mean"]), "local_share": as_number(r["local_share"])}
         for m in ("ttft", "tpot", "e2e"):
             rec[f"published_{m}_ms"] = PUB_FIG5.get((system, m), {}).get(sc.bandwidth_gbps, math.nan)
         data.append(rec)
@@ -41,28 +41,28 @@ def fig5(conversations: int = 500, progress: Progress | None = None) -> Item:
 
     hi, lo = FIG5_BW[0], FIG5_BW[-1]
     pd_rise = v("PD", lo, "ttft") - v("PD", hi, "ttft")
-    ppd_move = _pct(v("PPD", lo, "ttft"), v("PPD", hi, "ttft"))
-    red_hi = -_pct(v("PPD", hi, "ttft"), v("PD", hi, "ttft"))
-    red_lo = -_pct(v("PPD", lo, "ttft"), v("PD", lo, "ttft"))
+    ppd_move = pct_change(v("PPD", lo, "ttft"), v("PPD", hi, "ttft"))
+    red_hi = -pct_change(v("PPD", hi, "ttft"), v("PD", hi, "ttft"))
+    red_lo = -pct_change(v("PPD", lo, "ttft"), v("PD", lo, "ttft"))
     P = PUB_FIG5
     rows = [
-        _row("PD Turn 2+ TTFT rise, 150 → 10 GB/s", "ms", pd_rise, P[("PD", "ttft")][lo] - P[("PD", "ttft")][hi],
+        judged_row("PD Turn 2+ TTFT rise, 150 → 10 GB/s", "ms", pd_rise, P[("PD", "ttft")][lo] - P[("PD", "ttft")][hi],
              Tol("range", 10.0, 45.0)),
-        _row("PPD Turn 2+ TTFT change, 150 → 10 GB/s", "%", ppd_move, 0.0, Tol("abs", 5.0)),
-        _row("TTFT reduction PPD vs PD at 150 GB/s", "%", red_hi, P["reduction"][hi], Tol("abs", 10.0)),
-        _row("TTFT reduction PPD vs PD at 10 GB/s", "%", red_lo, P["reduction"][lo], Tol("abs", 10.0)),
-        _row("PD Turn 2+ TTFT at 150 GB/s", "ms", v("PD", hi, "ttft"), P[("PD", "ttft")][hi], Tol("rel", 0.25)),
-        _row("PPD Turn 2+ TTFT at 150 GB/s", "ms", v("PPD", hi, "ttft"), P[("PPD", "ttft")][hi], Tol("rel", 0.25)),
-        _row("PD TPOT at 150 GB/s", "ms", v("PD", hi, "tpot"), P[("PD", "tpot")][hi], Tol("rel", 0.15)),
-        _row("PD TPOT change, 150 → 10 GB/s", "%", _pct(v("PD", lo, "tpot"), v("PD", hi, "tpot")),
-             _pct(P[("PD", "tpot")][lo], P[("PD", "tpot")][hi]), Tol("range", 0.0, 10.0)),
-        _row("PD Turn 2+ E2E at 150 GB/s", "ms", v("PD", hi, "e2e"), P[("PD", "e2e")][hi], Tol("rel", 0.25)),
-        _row("PD E2E change, 150 → 10 GB/s", "%", _pct(v("PD", lo, "e2e"), v("PD", hi, "e2e")),
-             _pct(P[("PD", "e2e")][lo], P[("PD", "e2e")][hi]), Tol("range", 0.0, 10.0)),
-        _row("PPD E2E change, 150 → 10 GB/s", "%", _pct(v("PPD", lo, "e2e"), v("PPD", hi, "e2e")),
+        judged_row("PPD Turn 2+ TTFT change, 150 → 10 GB/s", "%", ppd_move, 0.0, Tol("abs", 5.0)),
+        judged_row("TTFT reduction PPD vs PD at 150 GB/s", "%", red_hi, P["reduction"][hi], Tol("abs", 10.0)),
+        judged_row("TTFT reduction PPD vs PD at 10 GB/s", "%", red_lo, P["reduction"][lo], Tol("abs", 10.0)),
+        judged_row("PD Turn 2+ TTFT at 150 GB/s", "ms", v("PD", hi, "ttft"), P[("PD", "ttft")][hi], Tol("rel", 0.25)),
+        judged_row("PPD Turn 2+ TTFT at 150 GB/s", "ms", v("PPD", hi, "ttft"), P[("PPD", "ttft")][hi], Tol("rel", 0.25)),
+        judged_row("PD TPOT at 150 GB/s", "ms", v("PD", hi, "tpot"), P[("PD", "tpot")][hi], Tol("rel", 0.15)),
+        judged_row("PD TPOT change, 150 → 10 GB/s", "%", pct_change(v("PD", lo, "tpot"), v("PD", hi, "tpot")),
+             pct_change(P[("PD", "tpot")][lo], P[("PD", "tpot")][hi]), Tol("range", 0.0, 10.0)),
+        judged_row("PD Turn 2+ E2E at 150 GB/s", "ms", v("PD", hi, "e2e"), P[("PD", "e2e")][hi], Tol("rel", 0.25)),
+        judged_row("PD E2E change, 150 → 10 GB/s", "%", pct_change(v("PD", lo, "e2e"), v("PD", hi, "e2e")),
+             pct_change(P[("PD", "e2e")][lo], P[("PD", "e2e")][hi]), Tol("range", 0.0, 10.0)),
+        judged_row("PPD E2E change, 150 → 10 GB/s", "%", pct_change(v("PPD", lo, "e2e"), v("PPD", hi, "e2e")),
              P["ppd_e2e_change_pct"], Tol("abs", 3.0)),
     ]
-    n_ok, n = _judged(rows)
+    n_ok, n = judged_counts(rows)
     verdict = (f"{n_ok}/{n} within tolerance. PD TTFT {v('PD', hi, 'ttft'):.0f} → {v('PD', lo, 'ttft'):.0f} ms "
                f"(paper 143.7 → 170.6), PPD {v('PPD', hi, 'ttft'):.0f} → {v('PPD', lo, 'ttft'):.0f} ms "
                "(≈51 flat), "
@@ -84,7 +84,7 @@ def fig5(conversations: int = 500, progress: Progress | None = None) -> Item:
            "absolute TTFT/E2E ±25 %, TPOT ±15 % (WildChat is synthetic here and held out of calibration).")
     notes = (f"{conversations} WildChat-like conversations (lognormal lengths fitted to the repo's sample), "
              "client cap 50, link_sharing=independent (Eq.2: each transfer pays its own delay).",)
-    return Item("fig5", "Fig.5: PD vs PPD against KV-transfer bandwidth", _table(rows), verdict, tol, data, notes)
+    return Item("fig5", "Fig.5: PD vs PPD against KV-transfer bandwidth", judged_table(rows), verdict, tol, data, notes)
 
 
 def _handoff_ms() -> float:

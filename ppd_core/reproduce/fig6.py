@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..analysis.progress import Progress
 from ..config.scenario import Scenario
-from .judge import Item, Tol, _grid, _judged, _num, _pct, _row, _table
+from .judge import Item, Tol, as_number, judged_counts, judged_row, judged_table, pct_change, run_scenarios
 from .published import FIG6_QPS, FIG6_WORKLOAD, FIG6_WORKLOAD_WHY, FIG6_W_TPOT, PUB_FIG6_LOCAL, PUB_FIG6_X1
 
 
@@ -29,39 +29,39 @@ def fig6(workload: str = FIG6_WORKLOAD, qps: Sequence[float] = FIG6_QPS, convers
     """Fig.6: 1P_3D on a prefill-heavy workload at QPS 8 and 16, policy dynamic with w_ttft=1 and
     w_tpot from 0 to 6, plus the static ends: local share and the Turn 2+ TTFT-TPOT frontier."""
     pts = fig6_scenarios(workload, qps, conversations)
-    df = _grid([p[3] for p in pts], progress)
+    df = run_scenarios([p[3] for p in pts], progress)
     data = []
     for (q, setting, w, sc), (_, r) in zip(pts, df.iterrows()):
         data.append({"qps": q, "setting": setting, "w_tpot": w, "policy": sc.policy,
-                     "local_share": _num(r["local_share"]), "ttft_ms": _num(r["turn2plus.ttft_ms.mean"]),
-                     "tpot_ms": _num(r["turn2plus.tpot_ms.mean"])})
+                     "local_share": as_number(r["local_share"]), "ttft_ms": as_number(r["turn2plus.ttft_ms.mean"]),
+                     "tpot_ms": as_number(r["turn2plus.tpot_ms.mean"])})
     data = pd.DataFrame(data)
     rows, mono_all = [], True
     for q in qps:
         d = data[data["qps"] == q]
         x0 = d[d["policy"] == "pd"].iloc[0]
         x1 = d[d["policy"] == "ppd"].iloc[0]
-        data.loc[d.index, "ttft_change_pct"] = [_pct(t, x0["ttft_ms"]) for t in d["ttft_ms"]]
-        data.loc[d.index, "tpot_change_pct"] = [_pct(t, x0["tpot_ms"]) for t in d["tpot_ms"]]
+        data.loc[d.index, "ttft_change_pct"] = [pct_change(t, x0["ttft_ms"]) for t in d["ttft_ms"]]
+        data.loc[d.index, "tpot_change_pct"] = [pct_change(t, x0["tpot_ms"]) for t in d["tpot_ms"]]
         dyn = d[d["policy"] == "dynamic"].sort_values("w_tpot")
         shares = dyn["local_share"].tolist()
         mono = all(b <= a + 1e-9 for a, b in zip(shares, shares[1:]))
         mono_all &= mono
-        rows.append(_row(f"QPS {q:g}: local share, static PD", "%", 100 * x0["local_share"], PUB_FIG6_LOCAL["pd"],
+        rows.append(judged_row(f"QPS {q:g}: local share, static PD", "%", 100 * x0["local_share"], PUB_FIG6_LOCAL["pd"],
                          Tol("abs", 0.5)))
         for w in (6.0, 3.0, 1.0):
             s = dyn[dyn["w_tpot"] == w]["local_share"]
             share = 100 * float(s.iloc[0]) if len(s) else math.nan
-            rows.append(_row(f"QPS {q:g}: local share, w_tpot={w:g}", "%", share, PUB_FIG6_LOCAL[w], Tol("abs", 20.0)))
-        rows.append(_row(f"QPS {q:g}: local share non-increasing in w_tpot", "bool", float(mono), 1.0,
+            rows.append(judged_row(f"QPS {q:g}: local share, w_tpot={w:g}", "%", share, PUB_FIG6_LOCAL[w], Tol("abs", 20.0)))
+        rows.append(judged_row(f"QPS {q:g}: local share non-increasing in w_tpot", "bool", float(mono), 1.0,
                          Tol("holds")))
         pub_t, pub_p = PUB_FIG6_X1[q] if q in PUB_FIG6_X1 else (math.nan, math.nan)
-        rows.append(_row(f"QPS {q:g}: x=1 end TTFT change", "%", _pct(x1["ttft_ms"], x0["ttft_ms"]), pub_t,
+        rows.append(judged_row(f"QPS {q:g}: x=1 end TTFT change", "%", pct_change(x1["ttft_ms"], x0["ttft_ms"]), pub_t,
                          Tol("range", -100.0, -80.0)))
-        rows.append(_row(f"QPS {q:g}: x=1 end TPOT change", "%", _pct(x1["tpot_ms"], x0["tpot_ms"]), pub_p,
+        rows.append(judged_row(f"QPS {q:g}: x=1 end TPOT change", "%", pct_change(x1["tpot_ms"], x0["tpot_ms"]), pub_p,
                          Tol("abs", 7.0)))
-    table = _table(rows)
-    n_ok, n = _judged(rows)
+    table = judged_table(rows)
+    n_ok, n = judged_counts(rows)
     parts = []
     for q in qps:
         d = data[(data["qps"] == q) & (data["policy"] == "dynamic")].sort_values("w_tpot")

@@ -8,7 +8,8 @@ import pandas as pd
 
 from ..analysis.progress import Progress
 from ..config.scenario import Scenario
-from .judge import Item, Tol, _grid, _judged, _num, _pct, _row, _table, measured_dir_or_none
+from .judge import (Item, Tol, as_number, judged_counts, judged_row, judged_table, measured_dir_or_none, pct_change,
+                    run_scenarios)
 from .published import HEADLINE_QPS, PUB_HEADLINE_PCT
 
 
@@ -47,10 +48,10 @@ def headline(conversations: int = 500, qps: Sequence[float] = HEADLINE_QPS,
     2P_2D at x=0 against 2P_2pD (x=1) and against 2P_2D with the online Eq.1 policy: Turn 2+ TTFT
     reduction and TPOT change."""
     pts = headline_scenarios(conversations, qps)
-    df = _grid([p[2] for p in pts], progress)
+    df = run_scenarios([p[2] for p in pts], progress)
     data = pd.DataFrame([{"qps": q, "system": name, "layout": sc.layout, "policy": sc.policy,
-                          "ttft_ms": _num(r["turn2plus.ttft_ms.mean"]), "tpot_ms": _num(r["turn2plus.tpot_ms.mean"]),
-                          "e2e_ms": _num(r["turn2plus.e2e_ms.mean"]), "local_share": _num(r["local_share"])}
+                          "ttft_ms": as_number(r["turn2plus.ttft_ms.mean"]), "tpot_ms": as_number(r["turn2plus.tpot_ms.mean"]),
+                          "e2e_ms": as_number(r["turn2plus.e2e_ms.mean"]), "local_share": as_number(r["local_share"])}
                          for (q, name, sc), (_, r) in zip(pts, df.iterrows())])
     meas = _measured_headline(measured_dir_or_none(measured_dir))
     rows = []
@@ -60,25 +61,25 @@ def headline(conversations: int = 500, qps: Sequence[float] = HEADLINE_QPS,
         m = meas.get(q, {})
         mb = m.get("2P_2D (x=0)")
         for name in ("2P_2pD (x=1)", "2P_2D dynamic (PPD)"):
-            red = -_pct(d.loc[name, "ttft_ms"], base["ttft_ms"])
-            tp = _pct(d.loc[name, "tpot_ms"], base["tpot_ms"])
-            rows.append(_row(f"QPS {q:g}: Turn 2+ TTFT reduction, {name} vs x=0", "%", red, PUB_HEADLINE_PCT,
+            red = -pct_change(d.loc[name, "ttft_ms"], base["ttft_ms"])
+            tp = pct_change(d.loc[name, "tpot_ms"], base["tpot_ms"])
+            rows.append(judged_row(f"QPS {q:g}: Turn 2+ TTFT reduction, {name} vs x=0", "%", red, PUB_HEADLINE_PCT,
                              Tol("range", 55.0, 80.0)))
-            rows.append(_row(f"QPS {q:g}: Turn 2+ TPOT change, {name} vs x=0", "%", tp, 0.0, Tol("abs", 10.0)))
+            rows.append(judged_row(f"QPS {q:g}: Turn 2+ TPOT change, {name} vs x=0", "%", tp, 0.0, Tol("abs", 10.0)))
             mr = m.get(name)
             if mb is not None and mr is not None:
-                rows.append(_row(f"QPS {q:g}: Turn 2+ TTFT reduction, {name} vs x=0", "%", red,
-                                 -_pct(mr["avg_ttft_ms"], mb["avg_ttft_ms"]), None, "measured (sharegpt.csv)"))
-                rows.append(_row(f"QPS {q:g}: Turn 2+ TPOT change, {name} vs x=0", "%", tp,
-                                 _pct(mr["avg_tpot_ms"], mb["avg_tpot_ms"]), None, "measured (sharegpt.csv)"))
+                rows.append(judged_row(f"QPS {q:g}: Turn 2+ TTFT reduction, {name} vs x=0", "%", red,
+                                 -pct_change(mr["avg_ttft_ms"], mb["avg_ttft_ms"]), None, "measured (sharegpt.csv)"))
+                rows.append(judged_row(f"QPS {q:g}: Turn 2+ TPOT change, {name} vs x=0", "%", tp,
+                                 pct_change(mr["avg_tpot_ms"], mb["avg_tpot_ms"]), None, "measured (sharegpt.csv)"))
         if mb is not None:
             for name in ("2P_2D (x=0)", "2P_2pD (x=1)", "2P_2D dynamic (PPD)"):
                 mr = m.get(name)
                 if mr is not None:
-                    rows.append(_row(f"QPS {q:g}: {name} Turn 2+ TTFT", "ms", d.loc[name, "ttft_ms"],
+                    rows.append(judged_row(f"QPS {q:g}: {name} Turn 2+ TTFT", "ms", d.loc[name, "ttft_ms"],
                                      mr["avg_ttft_ms"], None, "measured (sharegpt.csv)"))
-    table = _table(rows)
-    n_ok, n = _judged(rows)
+    table = judged_table(rows)
+    n_ok, n = judged_counts(rows)
     d = data.set_index(["qps", "system"])
     parts = []
     for q in qps:
@@ -86,9 +87,9 @@ def headline(conversations: int = 500, qps: Sequence[float] = HEADLINE_QPS,
         x1 = d.loc[(q, "2P_2pD (x=1)")]
         dy = d.loc[(q, "2P_2D dynamic (PPD)")]
         parts.append(f"QPS {q:g}: {b['ttft_ms']:.0f} → {x1['ttft_ms']:.0f} ms "
-                     f"(x=1, {-_pct(x1['ttft_ms'], b['ttft_ms']):.0f} %) "
-                     f"/ {dy['ttft_ms']:.0f} ms (dynamic, {-_pct(dy['ttft_ms'], b['ttft_ms']):.0f} %), TPOT "
-                     f"{_pct(x1['tpot_ms'], b['tpot_ms']):+.1f} % / {_pct(dy['tpot_ms'], b['tpot_ms']):+.1f} %")
+                     f"(x=1, {-pct_change(x1['ttft_ms'], b['ttft_ms']):.0f} %) "
+                     f"/ {dy['ttft_ms']:.0f} ms (dynamic, {-pct_change(dy['ttft_ms'], b['ttft_ms']):.0f} %), TPOT "
+                     f"{pct_change(x1['tpot_ms'], b['tpot_ms']):+.1f} % / {pct_change(dy['tpot_ms'], b['tpot_ms']):+.1f} %")
     verdict = (f"{n_ok}/{n} within tolerance. " + "; ".join(parts)
                + " (paper ~68 %; measured ShareGPT 2P_2D −66/−67 %, TPOT −1/−6 %).")
     tol = "TTFT reduction 55–80 % (paper ~68 %, measured 66–67 %); TPOT change within ±10 % (\"competitive\")."

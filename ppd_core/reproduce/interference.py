@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..config.scenario import Scenario
 from ..model.interference import interference_tpot_ms
-from .judge import Item, Tol, _row, _table, measured_dir_or_none
+from .judge import Item, Tol, judged_row, judged_table, measured_dir_or_none
 from .published import PUB_INTERFERENCE
 
 
@@ -60,15 +60,15 @@ def interference(measured_dir: str | Path | None = None, params=None,
         return d.iloc[0] if len(d) else pd.Series({"tpot_ms": math.nan, "slowdown_pct": math.nan})
 
     one, four = Tol("abs", 5.0), Tol("abs", 10.0)
-    t = [_row("decode-only TPOT at batch 200", "ms", at("decode only")["tpot_ms"],
+    t = [judged_row("decode-only TPOT at batch 200", "ms", at("decode only")["tpot_ms"],
               PUB_INTERFERENCE["decode_only_ms_b200"], Tol("rel", 0.30)),
-         _row("+1 full prefill: TPOT slowdown at batch 200", "%", at("+1 full prefill")["slowdown_pct"],
+         judged_row("+1 full prefill: TPOT slowdown at batch 200", "%", at("+1 full prefill")["slowdown_pct"],
               PUB_INTERFERENCE[("full", 1)], one),
-         _row("+1 append-prefill: TPOT slowdown at batch 200", "%", at("+1 append-prefill")["slowdown_pct"],
+         judged_row("+1 append-prefill: TPOT slowdown at batch 200", "%", at("+1 append-prefill")["slowdown_pct"],
               PUB_INTERFERENCE[("append", 1)], one),
-         _row("+4 full prefills: TPOT slowdown at batch 200", "%", at("+4 full prefills")["slowdown_pct"],
+         judged_row("+4 full prefills: TPOT slowdown at batch 200", "%", at("+4 full prefills")["slowdown_pct"],
               PUB_INTERFERENCE[("full", 4)], four),
-         _row("+4 append-prefills: TPOT slowdown at batch 200", "%", at("+4 append-prefills")["slowdown_pct"],
+         judged_row("+4 append-prefills: TPOT slowdown at batch 200", "%", at("+4 append-prefills")["slowdown_pct"],
               PUB_INTERFERENCE[("append", 4)], four)]
     if mdir is not None and (data["source"] == "measured (older config)").any():
         src = "measured (older config)"
@@ -77,8 +77,8 @@ def interference(measured_dir: str | Path | None = None, params=None,
                              ("+1 append-prefill", "+1 append-prefill: TPOT slowdown at batch 200")):
             col = "tpot_ms" if curve == "decode only" else "slowdown_pct"
             sim_col = at(curve)[col]
-            t.append(_row(label, "ms" if col == "tpot_ms" else "%", sim_col, at(curve, src)[col], None, src))
-    table = _table(t)
+            t.append(judged_row(label, "ms" if col == "tpot_ms" else "%", sim_col, at(curve, src)[col], None, src))
+    table = judged_table(t)
     full1, app1, full4, app4 = (table.loc[i, "simulated"] for i in (1, 2, 3, 4))
     ok1 = bool(table.loc[1, "within"]) and bool(table.loc[2, "within"])
     ok4 = bool(table.loc[3, "within"]) and bool(table.loc[4, "within"])

@@ -14,7 +14,7 @@ from .fig5 import fig5
 from .fig6 import fig6
 from .headline import headline
 from .interference import interference
-from .judge import Item, _isnan
+from .judge import Item, is_nan
 from .table1 import table1
 from .table2 import table2
 
@@ -56,7 +56,7 @@ def parse_only(text: str | None) -> tuple[str, ...]:
 
 
 def _fmt_cell(v: Any, unit: str = "") -> str:
-    if v is None or _isnan(v):
+    if v is None or is_nan(v):
         return "-"
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "NO"

@@ -45,26 +45,26 @@ class Item:
     @property
     def ok(self) -> bool | None:
         """True if every judged row is within its tolerance; None if nothing is judged."""
-        judged = [w for w in self.table["within"].tolist() if w is not None and not _isnan(w)]
+        judged = [w for w in self.table["within"].tolist() if w is not None and not is_nan(w)]
         return None if not judged else all(bool(w) for w in judged)
 
     def counts(self) -> tuple[int, int]:
-        judged = [bool(w) for w in self.table["within"].tolist() if w is not None and not _isnan(w)]
+        judged = [bool(w) for w in self.table["within"].tolist() if w is not None and not is_nan(w)]
         return sum(judged), len(judged)
 
     def to_json(self) -> dict:
         return {"name": self.name, "title": self.title, "verdict": self.verdict, "tolerance": self.tolerance,
-                "ok": self.ok, "notes": list(self.notes), "table": _records(self.table),
-                "data": _records(self.data)}
+                "ok": self.ok, "notes": list(self.notes), "table": json_records(self.table),
+                "data": json_records(self.data)}
 
 
 # ---- small helpers -------------------------------------------------------------------------------------------
 
-def _isnan(x: Any) -> bool:
+def is_nan(x: Any) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-def _num(x: Any) -> float:
+def as_number(x: Any) -> float:
     """A summary figure as a float (NaN for missing)."""
     try:
         v = float(x)
@@ -73,7 +73,7 @@ def _num(x: Any) -> float:
     return v if math.isfinite(v) else math.nan
 
 
-def _records(df: pd.DataFrame) -> list[dict]:
+def json_records(df: pd.DataFrame) -> list[dict]:
     out = []
     for rec in df.to_dict("records"):
         clean = {}
@@ -91,7 +91,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return out
 
 
-def _pct(new: float, old: float) -> float:
+def pct_change(new: float, old: float) -> float:
     return 100.0 * (new / old - 1.0) if old and math.isfinite(old) and math.isfinite(new) else math.nan
 
 
@@ -129,30 +129,30 @@ class Tol:
         return None
 
 
-def _row(quantity: str, unit: str, sim: float, pub: float, tol: Tol | None, source: str = "paper") -> dict:
-    sim, pub = _num(sim), _num(pub)
+def judged_row(quantity: str, unit: str, sim: float, pub: float, tol: Tol | None, source: str = "paper") -> dict:
+    sim, pub = as_number(sim), as_number(pub)
     within = tol.check(sim, pub) if tol is not None else None
     return {"quantity": quantity, "unit": unit, "simulated": sim, "published": pub, "source": source,
             "diff": sim - pub if math.isfinite(sim) and math.isfinite(pub) else math.nan,
             "tolerance": tol.text(unit) if tol is not None else "context only", "within": within}
 
 
-def _table(rows: Iterable[dict]) -> pd.DataFrame:
+def judged_table(rows: Iterable[dict]) -> pd.DataFrame:
     cols = ["quantity", "unit", "simulated", "published", "source", "diff", "tolerance", "within"]
     df = pd.DataFrame(list(rows), columns=cols)
     df["within"] = df["within"].astype(object)
     return df
 
 
-def _grid(scenarios: Sequence[Scenario], progress: Progress | None) -> pd.DataFrame:
+def run_scenarios(scenarios: Sequence[Scenario], progress: Progress | None) -> pd.DataFrame:
     return run_grid(list(scenarios), progress=progress)
 
 
-def _bench(**changes: Any) -> Scenario:
+def bench_scenario(**changes: Any) -> Scenario:
     return Scenario(**{**dict(BENCH), **changes})
 
 
-def _judged(rows: Iterable[dict]) -> tuple[int, int]:
+def judged_counts(rows: Iterable[dict]) -> tuple[int, int]:
     w = [r["within"] for r in rows if r["within"] is not None]
     return sum(bool(x) for x in w), len(w)
 

@@ -12,7 +12,7 @@ from ..analysis.progress import Progress
 from ..calibration.measured import HASH_QUIRK_FRAC, VALID_FAILURE
 from ..config.scenario import Scenario
 from ..config.workload_catalog import SYNTHETIC
-from .judge import BENCH, Item, Tol, _grid, _judged, _row, _table, measured_dir_or_none
+from .judge import BENCH, Item, Tol, judged_counts, judged_row, judged_table, measured_dir_or_none, run_scenarios
 from .published import PUB_TABLE1, TABLE1_BANDS, TABLE1_PAIRS
 
 
@@ -52,7 +52,7 @@ def table1(progress: Progress | None = None, measured_dir: str | Path | None = N
     """Table 1: Turn-2 TTFT change of x=1 (pD) over x=0 (D, policy pd) at the same P:D ratio, per QPS band:
     the ratio of mean Turn-2 TTFT summed over the 18 synthetic workloads and the band's QPS points (the
     aggregation that reproduces the paper best, ppd-paper.md 7.3), in the benchmark setting."""
-    df = _grid(table1_scenarios(rehash_frac=rehash_frac), progress)
+    df = run_scenarios(table1_scenarios(rehash_frac=rehash_frac), progress)
     col = "turn2plus.ttft_ms.mean"
     measured = _measured_table1(measured_dir_or_none(measured_dir))
     rows, data = [], []
@@ -71,14 +71,14 @@ def table1(progress: Progress | None = None, measured_dir: str | Path | None = N
             ch, _ = _band_change(x0, x1)
             tol = Tol("abs", 15.0) if d != "3P_1D" else Tol("range", -100.0, 0.0)
             lo, hi = qs[0], qs[-1]
-            rows.append(_row(f"{d}→{p} {band} (QPS {lo:g}–{hi:g})", "%", ch, PUB_TABLE1[d][i], tol))
+            rows.append(judged_row(f"{d}→{p} {band} (QPS {lo:g}–{hi:g})", "%", ch, PUB_TABLE1[d][i], tol))
             if measured:
-                rows.append(_row(f"{d}→{p} {band} (QPS {lo:g}–{hi:g})", "%", ch, measured.get((d, band), math.nan),
+                rows.append(judged_row(f"{d}→{p} {band} (QPS {lo:g}–{hi:g})", "%", ch, measured.get((d, band), math.nan),
                                  None, "measured (repo CSV, same aggregation)"))
-    table = _table(rows)
+    table = judged_table(rows)
     paper = table[table["source"] == "paper"]
     sim = {q: paper.loc[paper["quantity"].str.startswith(q), "simulated"].tolist() for q, _ in TABLE1_PAIRS}
-    n_ok, n = _judged(paper.to_dict("records"))
+    n_ok, n = judged_counts(paper.to_dict("records"))
     signs = all(v < 0 for vals in sim.values() for v in vals if math.isfinite(v))
     # the paper's 3P benefit shrinks with load (-44 -> -25 %): the change rises towards 0
     trend3 = "shrinks" if sim["3P_1D"][-1] > sim["3P_1D"][0] else "does not shrink"

@@ -11,7 +11,7 @@ from ..analysis.progress import Progress
 from ..calibration.measured import HASH_QUIRK_FRAC, VALID_FAILURE
 from ..config.layout import LAYOUT_CATEGORY
 from ..config.scenario import Scenario
-from .judge import BENCH, Item, Tol, _grid, _judged, _row, _table, measured_dir_or_none
+from .judge import BENCH, Item, Tol, judged_counts, judged_row, judged_table, measured_dir_or_none, run_scenarios
 from .published import CATEGORIES, PUB_TABLE2, PUB_TTFT_TPOT_DIFFER, QUICK_LAYOUTS, QUICK_QPS, QUICK_WORKLOADS
 
 
@@ -72,7 +72,7 @@ def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: f
     """Table 2: per (workload, QPS) cell, the layout with the lowest Turn-2 mean TTFT, the lowest all-turn
     mean TPOT and the highest throughput among points with success >= 95 %, counted per category; and the
     share of cells whose TTFT-best and TPOT-best layouts differ."""
-    df = _grid(table2_scenarios(quick, rehash_frac), progress)
+    df = run_scenarios(table2_scenarios(quick, rehash_frac), progress)
     ok = df[df["success_rate"] >= 0.95]
     metrics = (("TTFT", "turn2plus.ttft_ms.mean", True), ("TPOT", "all.tpot_ms.mean", True),
                ("Throughput", "throughput.tokens_per_s", False))
@@ -94,13 +94,13 @@ def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: f
             if quick and cat == "Hybrid":
                 continue
             share = 100.0 * counts.get(cat, 0) / n_cells if n_cells else math.nan
-            rows.append(_row(f"{name} wins: {cat}", "%", share, PUB_TABLE2[name][cat], Tol("abs", 15.0)))
+            rows.append(judged_row(f"{name} wins: {cat}", "%", share, PUB_TABLE2[name][cat], Tol("abs", 15.0)))
     differ = 100.0 * float((data["TTFT_best"] != data["TPOT_best"]).mean()) if len(data) else math.nan
-    rows.append(_row("cells where TTFT-best ≠ TPOT-best layout", "%", differ, PUB_TTFT_TPOT_DIFFER,
+    rows.append(judged_row("cells where TTFT-best ≠ TPOT-best layout", "%", differ, PUB_TTFT_TPOT_DIFFER,
                      Tol("range", 60.0, 100.0)))
     ttft_counts = data["TTFT_category"].value_counts() if len(data) else pd.Series(dtype=int)
     top = str(ttft_counts.idxmax()) if len(ttft_counts) else "none"
-    rows.append(_row("Replica wins the most TTFT cells", "bool", float(top == "Replica"), 1.0,
+    rows.append(judged_row("Replica wins the most TTFT cells", "bool", float(top == "Replica"), 1.0,
                      Tol("holds")))
     idx = ["workload", "qps"]
     sim_tpot = _median_ratio(ok, idx, "layout", "all.tpot_ms.mean", "1P_3D", "4R")
@@ -111,15 +111,15 @@ def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: f
     meas = _measured_table2_ratios(measured_dir_or_none(measured_dir))
     if meas:
         src = "measured (repo CSV)"
-        rows.append(_row("cells where the best x=1 layout beats 4R on Turn-2 TTFT", "%", sim_beats,
+        rows.append(judged_row("cells where the best x=1 layout beats 4R on Turn-2 TTFT", "%", sim_beats,
                          meas["x1_beats_r"], None, src))
-        rows.append(_row("median Turn-2 TTFT ratio 2P_2pD / 4R", "ratio", sim_ttft, meas["ttft"], None, src))
-        rows.append(_row("10th percentile Turn-2 TTFT ratio 2P_2pD / 4R", "ratio", sim_ttft_p10, meas["ttft_p10"],
+        rows.append(judged_row("median Turn-2 TTFT ratio 2P_2pD / 4R", "ratio", sim_ttft, meas["ttft"], None, src))
+        rows.append(judged_row("10th percentile Turn-2 TTFT ratio 2P_2pD / 4R", "ratio", sim_ttft_p10, meas["ttft_p10"],
                          None, src))
-        rows.append(_row("median all-turn TPOT ratio 1P_3D / 4R", "ratio", sim_tpot, meas["tpot"], None, src))
-        rows.append(_row("median throughput ratio 2P_2pD / 4R", "ratio", sim_tput, meas["tput"], None, src))
-    table = _table(rows)
-    n_ok, n = _judged(rows)
+        rows.append(judged_row("median all-turn TPOT ratio 1P_3D / 4R", "ratio", sim_tpot, meas["tpot"], None, src))
+        rows.append(judged_row("median throughput ratio 2P_2pD / 4R", "ratio", sim_tput, meas["tput"], None, src))
+    table = judged_table(rows)
+    n_ok, n = judged_counts(rows)
 
     def shares(name: str) -> str:
         sub = table[table["quantity"].str.startswith(f"{name} wins")]
