@@ -12,8 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from .kvcache import BLOCK, ConversationLRU, KVCache
 from .request import PD, Request
@@ -24,20 +23,20 @@ if TYPE_CHECKING:
 __all__ = ["BLOCK", "Node", "Segment"]
 
 
-class Segment(NamedTuple):
-    """A planned run of ``steps`` decode steps from ``start``; step i (0-based) takes ``a + b*i`` seconds."""
-    start: float
-    steps: int
-    a: float
-    b: float
+class Segment:
+    """A planned run of ``steps`` decode steps from ``start``; step i (0-based) takes ``a + b*i`` seconds.
+    Each node owns one and rewrites it in place for every segment (no allocation on the hot path); the
+    node's ``seg`` is that object while a segment is in progress, else None."""
 
+    __slots__ = ("start", "steps", "a", "b")
 
-_segment = partial(tuple.__new__, Segment)   # Segment from one tuple, no Python-level __new__ (hot path)
+    def __init__(self) -> None:
+        self.start, self.steps, self.a, self.b = 0.0, 0, 0.0, 0.0
 
 
 class Node:
     __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "used", "kv", "waiting",
-                 "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg", "iter",
+                 "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg", "_segment", "iter",
                  "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact", "decode_capable", "dirty")
 
     def __init__(self, nid: int, role: str, name: str, sim: "NodeHost", pm, max_batched_tokens: int,
@@ -54,7 +53,8 @@ class Node:
         self.steps = 0                      # decode steps executed so far (mixed iterations included)
         self.busy = False
         self.version = 0
-        self.seg: Segment | None = None     # the decode segment in progress
+        self.seg: Segment | None = None     # the decode segment in progress (self._segment) or None
+        self._segment = Segment()
         self.iter: list | None = None       # [(request, tokens)] of the mixed iteration in progress
         self.blocked = 0                    # inbound KV transfers in flight that pause this node's batch
         self.busy_time = 0.0
@@ -172,7 +172,8 @@ class Node:
 
     def interrupt(self, now: float) -> None:
         """Cut the decode segment in progress at the end of the step running at ``now``."""
-        start, k, a, b = self.seg
+        seg = self.seg
+        start, k, a, b = seg.start, seg.steps, seg.a, seg.b
         dt = now - start
         if dt <= 0:
             j = 0
@@ -189,7 +190,7 @@ class Node:
             j -= 1
         new_k = j + 1
         if new_k < k:
-            self.seg = _segment((start, new_k, a, b))
+            seg.steps = new_k
             self.version += 1
             end = start + new_k * a + b * new_k * (new_k - 1) * 0.5
             self.sim.wake_node(end, self, self.version)
@@ -231,7 +232,9 @@ class Node:
             a = a + b * (self.base_sum + n_dec * self.steps)
             b = b * n_dec
             end = now + k * a + b * k * (k - 1) * 0.5
-            self.busy, self.iter, self.seg = True, None, _segment((now, k, a, b))
+            seg = self._segment
+            seg.start, seg.steps, seg.a, seg.b = now, k, a, b
+            self.busy, self.iter, self.seg = True, None, seg
             self.version += 1
             self.sim.wake_node(end, self, self.version)
             return
@@ -258,7 +261,8 @@ class Node:
                     else:   # timed out during its last prefill chunk: free its KV like _drop_aborted does
                         self.release(req)
         else:
-            start, k, a, b = self.seg
+            seg = self.seg
+            start, k = seg.start, seg.steps
             dur = now - start
             self.busy_time += dur
             self.iterations += k

@@ -32,22 +32,23 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     state and the latency model (seconds)."""
     pm = view.pm
     prompt = req.prompt
-    a, b = pm.decode_coeffs(max(d.decode_batch(), 1))
-    step = a + b * d.ctx_sum()
+    batch, ctx_sum, active = d.decode_batch(), d.ctx_sum(), d.active_seqs()   # D's state, read once
+    a, b = pm.decode_coeffs(max(batch, 1))
+    step = a + b * ctx_sum
     per_token = pm.prefill_time(1024, 0) / 1024.0        # queued prefill work drains at about this rate
     # local: append-prefill of what D's prefix cache does not hold
     cached_d = d.cached_for(req.conv, prompt)
     new_d = prompt - cached_d
-    it_local = pm.iteration([(new_d, cached_d, cached_d == 0)], d.decode_batch(), d.ctx_sum())
-    ttft_local = pm.hop(prompt, d.active_seqs()) + d.pending_prefill_tokens() * per_token + 0.5 * step + it_local
+    it_local = pm.iteration([(new_d, cached_d, cached_d == 0)], batch, ctx_sum)
+    ttft_local = pm.hop(prompt, active) + d.pending_prefill_tokens() * per_token + 0.5 * step + it_local
     # PD: re-prefill on the P the router picks, transfer the whole prompt, one iteration on D
     p = view.pick_p()
     cached_p = p.cached_for(req.conv, prompt)
     t_p = p.pending_prefill_tokens() * per_token + pm.prefill_time(prompt - cached_p, cached_p)
     share = 1 + max(view.transfers_on(p.nid), view.transfers_on(d.nid))
     xfer = view.link_latency_s + prompt * pm.kv_bytes_per_token * share / view.link_bandwidth_Bps
-    it_one = pm.iteration([(1, prompt - 1, False)], d.decode_batch(), d.ctx_sum())
-    ttft_pd = pm.hop(prompt) + t_p + xfer + pm.pd_handoff(prompt, d.active_seqs()) + 0.5 * step + it_one
+    it_one = pm.iteration([(1, prompt - 1, False)], batch, ctx_sum)
+    ttft_pd = pm.hop(prompt) + t_p + xfer + pm.pd_handoff(prompt, active) + 0.5 * step + it_one
     extra_local = max(it_local - step, 0.0)
     extra_pd = max(it_one - step, 0.0) + pm.p.kv_recv_blocks_decode * xfer
     return {"ttft_local": ttft_local, "ttft_pd": ttft_pd, "extra_local": extra_local, "extra_pd": extra_pd,
