@@ -1,4 +1,5 @@
-"""The event engine: client, router, nodes and the KV fabric on one heap of timed events.
+"""The event engine: the event loop, the proxy (routing a request to P or its decode node) and the PD path,
+with the client (`client.py`), nodes and the KV fabric on one heap of timed events.
 
 A run is a pure function of the scenario: everything random comes from numpy streams seeded by
 ``scenario.seed``, ties between simultaneous events are broken by insertion order, and no state outlives
@@ -22,6 +23,7 @@ from .node import Node
 from .policies import POLICIES
 from .request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT, Request
 from .router import LeastLoaded, PRouter
+from .client import Client, ConvState
 from .view import ClusterView
 
 MAX_EVENTS = 20_000_000   # hard stop; anything unfinished then is reported as status "unfinished"
@@ -30,17 +32,7 @@ ARRIVAL, AT_NODE, NODE_WAKE, LINK_WAKE = EventKind.ARRIVAL, EventKind.AT_NODE, E
 XFER_DONE, TIMEOUT_EV, SEND, HANDOFF = EventKind.XFER_DONE, EventKind.TIMEOUT, EventKind.SEND, EventKind.HANDOFF
 
 
-class ConvState:
-    __slots__ = ("conv", "next_turn", "node", "done")
-
-    def __init__(self, conv: Conversation):
-        self.conv = conv
-        self.next_turn = 0
-        self.node = None
-        self.done = False
-
-
-class Simulator:
+class Simulator(Client):
     """One run's state: the client, the router, the nodes and the KV fabric on one heap of timed events.
     ``table``: the decision table of policy ``dynamic-table`` (built by ``ppd_core.analysis.table``)."""
 
@@ -141,43 +133,6 @@ class Simulator:
             elif kind is ARRIVAL:
                 self._arrival(a, t)
 
-    # ---- client ------------------------------------------------------------------------------------------
-    def _new_request(self, cs: ConvState, sent: float) -> Request:
-        k = cs.next_turn
-        turn = cs.conv.turns[k]
-        req = Request(len(self.requests), cs.conv.cid, k + 1, sent, turn.new_input, turn.output,
-                      cs.conv.prompt_len(k))
-        self.requests.append(req)
-        self.push(sent + self.sc.timeout_s, TIMEOUT_EV, req)
-        return req
-
-    def _arrival(self, cs: ConvState, t: float) -> None:
-        self.arrived += 1
-        req = self._new_request(cs, t)
-        cap = self.sc.client_concurrency
-        if cap and self.active >= cap:
-            self.queue.append(req)       # waits for a client connection; the wait is inside Turn-1 TTFT
-        else:
-            self.active += 1
-            self._send(req, t)
-
-    def _release_slot(self, t: float) -> None:
-        self.active -= 1
-        while self.queue:
-            req = self.queue.popleft()
-            if not req.aborted:
-                self.active += 1
-                self._send(req, t)
-                break
-
-    def _end_conversation(self, conv: int, t: float, holds_slot: bool = True) -> None:
-        cs = self.by_id[conv]
-        if not cs.done:
-            cs.done = True
-            self.open_convs -= 1
-            if holds_slot:
-                self._release_slot(t)
-
     # ---- router ------------------------------------------------------------------------------------------
     def pick_p(self) -> Node:
         """The P node for a PD-path request (the router's choice; today least-loaded)."""
@@ -256,21 +211,7 @@ class Simulator:
         else:
             d.ready_after_transfer(req, t)   # kicks D: the last prompt token is computed in its next step
 
-    # ---- request outcomes --------------------------------------------------------------------------------
-    def first_token(self, req: Request, t: float) -> None:
-        req.first_token = t
-
-    def finished(self, req: Request, t: float) -> None:
-        req.finish = t
-        req.status = OK
-        cs = self.by_id[req.conv]
-        cs.next_turn += 1
-        if cs.next_turn < len(cs.conv.turns):
-            nxt = self._new_request(cs, t + self.sc.think_time_s)
-            self.push(nxt.sent, SEND, nxt)
-        else:
-            self._end_conversation(req.conv, t)
-
+    # ---- failures ----------------------------------------------------------------------------------------
     def reject(self, req: Request, t: float, node: Node) -> None:
         """The request's KV can never fit on ``node``: it fails at once, and so does its conversation."""
         if req.status != REJECTED:
