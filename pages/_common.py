@@ -33,10 +33,10 @@ from plotly.subplots import make_subplots
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import ppd_core
-from ppd_core.errors import PPDError
-from ppd_core.layout import LAYOUT_CATEGORY, PAPER_LAYOUTS
-from ppd_core.scenario import SPEC, Scenario, parse_lenient, render_value
-from ppd_core.workload import WORKLOAD_NAMES
+from ppd_core.config.errors import PPDError
+from ppd_core.config.layout import LAYOUT_CATEGORY, PAPER_LAYOUTS
+from ppd_core.config.scenario import SPEC, Scenario, parse_lenient, render_value
+from ppd_core.config.workload_catalog import WORKLOAD_NAMES
 
 # --------------------------------------------------------------------------------------------------------
 # Constants (immutable)
@@ -47,7 +47,7 @@ DASHBOARD_WORKLOADS = tuple(w for w in WORKLOAD_NAMES if w != "trace")
 
 #: Bandwidth presets (label, GB/s, latency us), from data/links.json via the catalog.
 def _link_presets() -> tuple[tuple[str, float, float], ...]:
-    from ppd_core import catalog
+    from ppd_core.config import catalog
     labels = {"NVLink": "NVLink", "IB-NDR": "IB NDR", "IB-HDR": "IB HDR", "100GbE": "100GbE"}
     return tuple((labels.get(name, name), float(link.bandwidth_gbps), float(link.latency_us))
                  for name, link in catalog.links().items())
@@ -647,7 +647,7 @@ def interference_curve(sc: Scenario, batches: tuple[int, ...], n_prefills: int, 
     rows = []
     for b in batches:
         for kind in ("none", "full", "append"):
-            rows.append({"batch": b, "kind": kind, "tpot_ms": ppd_core.perf.interference_tpot_ms(
+            rows.append({"batch": b, "kind": kind, "tpot_ms": ppd_core.model.interference_tpot_ms(
                 sc, batch=b, kind=kind, n_prefills=n_prefills, prefill_tokens=prefill_tokens,
                 cached_tokens=cached_tokens)})
     return pd.DataFrame(rows)
@@ -1126,5 +1126,5 @@ def extras_in_url(ctrls: Sequence[Control]) -> dict[str, Any]:
 
 
 def kv_bytes_per_token(model: str) -> int:
-    from ppd_core import catalog
+    from ppd_core.config import catalog
     return int(catalog.models()[model].kv_bytes_per_token)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from ppd_core import advise as adv
-from ppd_core import catalog
-from ppd_core.errors import PPDError
-from ppd_core.scenario import Scenario
-from ppd_core.sweep import PAPER_QPS
-from ppd_core.traces import load_trace
-from ppd_core.workload import WORKLOAD_NAMES
+from ppd_core.analysis import advisor as adv
+from ppd_core.config import catalog
+from ppd_core.config.errors import PPDError
+from ppd_core.config.scenario import Scenario
+from ppd_core.analysis.grid import PAPER_QPS
+from ppd_core.workloads.traces import load_trace
+from ppd_core.config.workload_catalog import WORKLOAD_NAMES
 
 GPU_COUNTS = (1, 2, 4, 8, 16)
 WORKLOADS = tuple(w for w in WORKLOAD_NAMES if w != "trace")

@@ -11,9 +11,9 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _common as C
-from ppd_core import paper as P
-from ppd_core.errors import PPDError
-from ppd_core.sweep import code_version
+from ppd_core import reproduce as P
+from ppd_core.config.errors import PPDError
+from ppd_core.analysis.cache import code_version
 
 MAX_PROGRESS_UPDATES = 40
 SIM, PUB, MEAS = "#1f77b4", "#d62728", "#7f7f7f"

@@ -12,10 +12,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _common as C
-from ppd_core.errors import PPDError
-from ppd_core.paper import MEASURED_DEFAULT
-from ppd_core.sweep import code_version
-from ppd_core.validate import target_sets, validate
+from ppd_core.config.errors import PPDError
+from ppd_core.config.paths import MEASURED_DEFAULT
+from ppd_core.analysis.cache import code_version
+from ppd_core.calibration.validate import target_sets, validate
 
 MAX_PROGRESS_UPDATES = 40
 TARGETS = (("turn2_tpot_mean", "Turn-2 mean TPOT"), ("turn2_ttft_p50_unsaturated", "Turn-2 p50 TTFT (unsaturated)"),

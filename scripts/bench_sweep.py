@@ -22,8 +22,10 @@ from time import perf_counter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ppd_core.sweep import (PAPER_BASE, TextProgress, expand_grid, local_workers,  # noqa: E402
-                            paper_grid_axes, run_grid)
+from ppd_core.analysis.grid import PAPER_BASE, expand_grid, paper_grid_axes  # noqa: E402
+from ppd_core.analysis.pool import local_workers  # noqa: E402
+from ppd_core.analysis.progress import TextProgress  # noqa: E402
+from ppd_core.analysis.sweep import run_grid  # noqa: E402
 
 TARGET_S = 300.0
 

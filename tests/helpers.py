@@ -21,12 +21,13 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 
-from ppd_core import metrics, perf
-from ppd_core import workload as wl
-from ppd_core.api import RunResult
-from ppd_core.engine import Simulator
-from ppd_core.node import BLOCK, Node
-from ppd_core.request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT
+from ppd_core import metrics
+from ppd_core import model as perf
+from ppd_core import workloads as wl
+from ppd_core.metrics import RunResult
+from ppd_core.sim.engine import Simulator
+from ppd_core.sim.node import BLOCK, Node
+from ppd_core.sim.request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT
 
 FINAL_STATUSES = {OK, TIMEOUT, REJECTED}
 PATHS = {PD, LOCAL, REPLICA}
@@ -48,14 +49,14 @@ class CheckedNode(Node):
         sim.capacity_checks = getattr(sim, "capacity_checks", 0) + 1
         if self.used < 0:
             raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: used={self.used} < 0")
-        if self.cache_tokens < 0:
-            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: cache_tokens={self.cache_tokens}")
-        if self.used + self.cache_tokens > self.capacity:
+        if self.kv.tokens < 0:
+            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: cache_tokens={self.kv.tokens}")
+        if self.used + self.kv.tokens > self.capacity:
             raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: used {self.used} + cache "
-                                    f"{self.cache_tokens} > capacity {self.capacity}")
-        if self.cache_tokens != sum(self.cache.values()):
-            raise CapacityViolation(f"{self.name} after {where}: cache_tokens {self.cache_tokens} != "
-                                    f"sum of entries {sum(self.cache.values())}")
+                                    f"{self.kv.tokens} > capacity {self.capacity}")
+        if self.kv.tokens != sum(self.kv.entries.values()):
+            raise CapacityViolation(f"{self.name} after {where}: cache_tokens {self.kv.tokens} != "
+                                    f"sum of entries {sum(self.kv.entries.values())}")
 
     def try_admit(self, now):
         super().try_admit(now)
@@ -99,14 +100,14 @@ def conversations_for(sc, trace=None):
 
 
 def simulate_checked(sc, *, trace=None, exact=False, params=None, record_spans=False, check_capacity=True):
-    """``ppd_core.api.run`` with the engine exposed: returns ``(RunResult, Simulator)``."""
+    """``ppd_core.run`` with the engine exposed: returns ``(RunResult, Simulator)``."""
     from time import perf_counter
     pm = perf.for_scenario(sc, params)
     rngs = wl.streams(sc.seed)
     convs = wl.generate(sc, rngs["arrivals"], rngs["lengths"], trace)
     table = None
     if sc.policy == "dynamic-table":
-        from ppd_core.table import table_for
+        from ppd_core.analysis.table import table_for
         table = table_for(sc, params)
     sim = CheckedSimulator(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
     if check_capacity:
@@ -324,8 +325,8 @@ def check_invariants(result_or_sim, scenario=None, *, sim=None, convs=None, trac
         assert sim.open_convs == 0, "the run ended with conversations still open"
         assert all(cs.done for cs in sim.convs)
         for n in sim.nodes:
-            assert n.cache_tokens == sum(n.cache.values())
-            assert 0 <= n.cache_tokens <= n.capacity
+            assert n.kv.tokens == sum(n.kv.entries.values())
+            assert 0 <= n.kv.tokens <= n.capacity
             assert n.used >= 0
             # what a node still reserves belongs to aborted requests only (drain() lets them finish)
             held = sum(n.reservation(r) for r in sim.requests if n.nid in r.reserved_on)
@@ -343,7 +344,7 @@ def check_drained(sim) -> None:
         assert not n.waiting and not n.prefill_q and not n.dec_heap and n.n_dec == 0, \
             f"{n.name} still holds work"
         assert not n.busy
-        assert 0 <= n.cache_tokens <= n.capacity
+        assert 0 <= n.kv.tokens <= n.capacity
     assert not sim.fabric.flows
     for r in sim.requests:
         assert not r.reserved_on, f"request {r.conv}/{r.turn} ({r.status}) still holds KV on {r.reserved_on}"

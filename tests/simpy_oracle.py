@@ -39,9 +39,9 @@ import pandas as pd
 import simpy
 from simpy.events import PENDING, URGENT
 
-from ppd_core import perf
-from ppd_core import workload as wl
-from ppd_core.scenario import Scenario
+from ppd_core import model as perf
+from ppd_core import workloads as wl
+from ppd_core.config.scenario import Scenario
 
 BLOCK = 16          # KV block: prefix-cache hits are whole blocks
 MAX_SEQS = 1024     # vLLM's max_num_seqs; the oracle asserts it is never reached

@@ -10,11 +10,11 @@ import pytest
 from helpers import check_invariants
 from streamlit.testing.v1 import AppTest
 
-from ppd_core import advise as adv
+from ppd_core.analysis import advisor as adv
 from ppd_core.cli import main
-from ppd_core.errors import ScenarioError
-from ppd_core.layout import PAPER_LAYOUTS, parse_layout
-from ppd_core.scenario import Scenario, parse
+from ppd_core.config.errors import ScenarioError
+from ppd_core.config.layout import PAPER_LAYOUTS, parse_layout
+from ppd_core.config.scenario import Scenario, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = Scenario(workload="small_tiny", conversations=4)

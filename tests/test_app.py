@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ppd_core
-from ppd_core.scenario import Scenario
+from ppd_core.config.scenario import Scenario
 
 from conftest import APP, chromium_or_fail
 

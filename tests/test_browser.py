@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 import ppd_core
-from ppd_core.scenario import Scenario
+from ppd_core.config.scenario import Scenario
 
 pytestmark = pytest.mark.browser
 

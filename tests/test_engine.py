@@ -15,13 +15,15 @@ import pandas as pd
 import pytest
 
 import ppd_core
-from ppd_core import Scenario, perf
-from ppd_core.link import Fabric
-from ppd_core.request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT
+from ppd_core import Scenario
+from ppd_core import model as perf
+from ppd_core.sim.events import EventKind
+from ppd_core.sim.fabric import Fabric
+from ppd_core.sim.request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT
 
 from helpers import check_drained, check_invariants, drain, simulate_checked, strip_wall
 
-HAS_TABLE = importlib.util.find_spec("ppd_core.table") is not None
+HAS_TABLE = importlib.util.find_spec("ppd_core.analysis.table") is not None
 
 # name -> (scenario keys, what the run must exhibit). Small conversation counts keep the file fast.
 SCENARIOS = {
@@ -71,7 +73,7 @@ SCENARIOS = {
 def _scenario(name: str) -> Scenario:
     kw, _ = SCENARIOS[name]
     if kw.get("policy") == "dynamic-table" and not HAS_TABLE:
-        pytest.skip("ppd_core.table (policy=dynamic-table) is not available")
+        pytest.skip("ppd_core.analysis.table (policy=dynamic-table) is not available")
     return Scenario(**kw)
 
 
@@ -199,7 +201,8 @@ def test_second_turn_reuses_prefix_cache_on_replica():
 
 # ---- closed form: the KV fabric ---------------------------------------------------------------------------
 class FakeSim:
-    """Stands in for the Simulator: records the fabric's pushes and replays them in time order."""
+    """Stands in for the Simulator (the fabric's ``events.Scheduler``): records the fabric's wake-ups and
+    completions and replays them in time order."""
 
     def __init__(self):
         self.heap, self.seq, self.done = [], 0, {}
@@ -208,20 +211,32 @@ class FakeSim:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, a, b))
 
+    def wake_fabric(self, t, fabric, version):
+        self.push(t, EventKind.LINK_WAKE, fabric, version)
+
+    def transfer_done_at(self, t, req, start):
+        self.push(t, EventKind.XFER_DONE, req, start)
+
+    def wake_node(self, t, node, version):
+        raise AssertionError("the fabric never wakes a node")
+
+
+START = "start"   # the test's own event: a transfer begins
+
 
 def run_fabric(transfers, bw=10e9, latency=0.0, fair=True):
     """transfers: (start time, name, src, dst, bytes). Returns ({name: completion time}, fabric)."""
     sim = FakeSim()
     fab = Fabric(sim, bw, latency, fair)
     for start, name, src, dst, nbytes in transfers:
-        sim.push(start, -1, name, (src, dst, nbytes))
+        sim.push(start, START, name, (src, dst, nbytes))
     while sim.heap:
         t, _, kind, a, b = heapq.heappop(sim.heap)
-        if kind == -1:
+        if kind == START:
             fab.start(a, b[0], b[1], b[2], t)
-        elif kind == 3:
+        elif kind is EventKind.LINK_WAKE:
             fab.wake(t, b)
-        elif kind == 4:
+        elif kind is EventKind.XFER_DONE:
             assert a not in sim.done
             sim.done[a] = t
         else:

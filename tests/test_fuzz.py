@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, reject, settings
 from hypothesis import strategies as st
 
-from ppd_core import scenario as scn
-from ppd_core.errors import ScenarioError, TraceError
-from ppd_core.scenario import FIELDS, SPEC, Scenario, parse, parse_lenient
-from ppd_core.traces import CSV_COLUMNS, FORMATS, MAX_TRACE_TOKENS, MAX_TRACE_TURNS, load_trace
-from ppd_core.workload import Conversation
+from ppd_core.config import scenario as scn
+from ppd_core.config.errors import ScenarioError, TraceError
+from ppd_core.config.scenario import FIELDS, SPEC, Scenario, parse, parse_lenient
+from ppd_core.workloads.traces import CSV_COLUMNS, FORMATS, MAX_TRACE_TOKENS, MAX_TRACE_TURNS, load_trace
+from ppd_core.workloads import Conversation
 
 # ---- settings profiles (registered here, not in conftest.py; applied per test so that other test files'
 # hypothesis settings are untouched) ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ppd_core import paper as P
+from ppd_core import reproduce as P
 from ppd_core.cli import main as cli_main
 
 from conftest import APP

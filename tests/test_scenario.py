@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppd_core import FIELDS, SPEC, Scenario, ScenarioError, parse, parse_lenient
-from ppd_core.scenario import (MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_QUERY_CHARS, MAX_REQUESTS,
+from ppd_core.config.scenario import (MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_QUERY_CHARS, MAX_REQUESTS,
                                render_value)
 
 CHOICE_PICKS = {"workload": "large_huge_paste", "model": "Qwen2.5-14B", "gpu": "H200", "tp": "4"}

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import ppd_core
-from ppd_core import Scenario, perf
+from ppd_core import Scenario
+from ppd_core import model as perf
 from simpy_oracle import Oracle, run_oracle
 
 REL = 1e-6

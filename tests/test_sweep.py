@@ -12,15 +12,17 @@ import pandas as pd
 import pytest
 from helpers import check_invariants
 
-import ppd_core.api
-from ppd_core.api import run
-from ppd_core import sweep
+from ppd_core import run
+from ppd_core.analysis import cache as diskcache
+from ppd_core.analysis import executors, grid as gridmod
+from ppd_core.analysis.executors import SweepError
+from ppd_core.analysis.grid import MAX_GRID, expand_grid, flatten, parse_sweep_args, query_strings
+from ppd_core.analysis.sweep import run_grid
 from ppd_core.cli import main
-from ppd_core.errors import ScenarioError
-from ppd_core.scenario import FIELDS, Scenario
-from ppd_core.sweep import (MAX_GRID, SweepError, expand_grid, flatten, parse_sweep_args, query_strings,
-                            run_grid)
-from ppd_core.traces import assign_arrivals, load_trace
+from ppd_core.config.errors import ScenarioError
+from ppd_core.config.scenario import FIELDS, Scenario
+from ppd_core.metrics.result import simulate_scenario
+from ppd_core.workloads.traces import assign_arrivals, load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"workload": "small_tiny", "conversations": 6}
@@ -42,7 +44,7 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 @pytest.fixture
 def stable_code(monkeypatch):
     """Other people edit ppd_core while tests run: pin the on-disk code version to the loaded one."""
-    monkeypatch.setattr(sweep, "code_version", lambda root=None: sweep.LOADED_VERSION)
+    monkeypatch.setattr(diskcache, "is_stale", lambda: False)
 
 
 def _grid():
@@ -83,9 +85,9 @@ def test_grid_cap_is_one_line_naming_the_cap():
 
 
 def test_paper_grid_is_3060_runs_in_the_benchmark_setting():
-    axes = sweep.paper_grid_axes()
+    axes = gridmod.paper_grid_axes()
     assert math.prod(len(v) for v in axes.values()) == 3060
-    g = expand_grid(dict(sweep.PAPER_BASE), axes)
+    g = expand_grid(dict(gridmod.PAPER_BASE), axes)
     assert len(g) == 3060 and len(set(g)) == 3060
     s = g[0]
     assert (s.policy, s.arrival_window_s, s.client_concurrency, s.timeout_s) == ("pd", 10, 50, 120)
@@ -107,7 +109,7 @@ def test_rows_are_tidy_checked_and_match_single_runs():
     assert list(df["layout"]) == [s.layout for s in grid] and list(df["qps"]) == [s.qps for s in grid]
     assert (df["slo_ttft_ms"] == "100,200,500").all()
     for i in (0, 5, len(grid) - 1):
-        want = flatten(ppd_core.api.run(grid[i]).summary)
+        want = flatten(run(grid[i]).summary)
         got = df.iloc[i]
         for k, v in want.items():
             if k != "sim.wall_s":
@@ -120,7 +122,7 @@ def test_rows_are_tidy_checked_and_match_single_runs():
 def test_results_do_not_depend_on_workers_or_order(monkeypatch):
     grid = _grid()
     serial = run_grid(grid, workers=1, cache=False)
-    monkeypatch.setattr(sweep, "SERIAL_MAX_REQUESTS", 0)       # force the process pool for a tiny grid
+    monkeypatch.setattr(executors, "SERIAL_MAX_REQUESTS", 0)       # force the process pool for a tiny grid
     seen = []
     pooled = run_grid(grid, workers=2, cache=False, check=check_invariants,
                       progress=lambda d, t: seen.append((d, t)))
@@ -140,7 +142,7 @@ def test_pool_workers_do_not_rerun_the_host_script(tmp_path, monkeypatch):
     host = types.ModuleType("__main__")
     host.__file__ = str(script)
     monkeypatch.setitem(sys.modules, "__main__", host)
-    monkeypatch.setattr(sweep, "SERIAL_MAX_REQUESTS", 0)
+    monkeypatch.setattr(executors, "SERIAL_MAX_REQUESTS", 0)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)      # a second thread: no fork
     other.start()
@@ -160,14 +162,14 @@ def test_cache_hits_skip_simulation_and_keep_the_frame(tmp_path, monkeypatch, st
 
     def boom(*a, **k):
         raise AssertionError("a cached sweep must not simulate")
-    monkeypatch.setattr(ppd_core.api, "run", boom)
+    monkeypatch.setattr(executors, "simulate_scenario", boom)
     warm = run_grid(grid, cache_dir=tmp_path)
     assert warm.attrs["cache_hits"] == len(grid) and warm.attrs["simulated"] == 0
     _same(cold, warm)
     pd.testing.assert_series_equal(cold["sim.wall_s"], warm["sim.wall_s"])   # the cache keeps the original
     assert list(warm.columns) == list(cold.columns)
     # a partly new grid simulates only the new scenarios (duplicates run once)
-    monkeypatch.setattr(ppd_core.api, "run", run)
+    monkeypatch.setattr(executors, "simulate_scenario", simulate_scenario)
     extra = grid[:2] + expand_grid(TINY, {"qps": [3]}) * 2
     mixed = run_grid(extra, cache_dir=tmp_path)
     assert mixed.attrs["cache_hits"] == 2 and mixed.attrs["simulated"] == 1
@@ -176,7 +178,7 @@ def test_cache_hits_skip_simulation_and_keep_the_frame(tmp_path, monkeypatch, st
 
 
 def test_cache_compaction_keeps_every_row(tmp_path, monkeypatch, stable_code):
-    monkeypatch.setattr(sweep, "COMPACT_AFTER", 2)
+    monkeypatch.setattr(diskcache, "COMPACT_AFTER", 2)
     grid = expand_grid(TINY, {"seed": range(5)})
     for sc in grid:
         run_grid([sc], cache_dir=tmp_path)
@@ -187,7 +189,7 @@ def test_cache_compaction_keeps_every_row(tmp_path, monkeypatch, stable_code):
 
 def test_a_process_running_edited_code_bypasses_the_cache(tmp_path, monkeypatch):
     """Files edited after this process loaded ppd_core: results would belong to no version on disk."""
-    monkeypatch.setattr(sweep, "code_version", lambda root=None: "0" * 16)
+    monkeypatch.setattr(diskcache, "is_stale", lambda: True)
     with pytest.warns(RuntimeWarning, match="changed on disk"):
         df = run_grid(_grid()[:2], cache_dir=tmp_path)
     assert df.attrs["stale_code"] and df.attrs["simulated"] == 2
@@ -195,23 +197,24 @@ def test_a_process_running_edited_code_bypasses_the_cache(tmp_path, monkeypatch)
 
 
 def test_code_version_tracks_sources_and_data(tmp_path):
-    for sub, pat in (("ppd_core", "*.py"), ("data", "*.json")):
-        (tmp_path / sub).mkdir()
-        for f in (ROOT / sub).glob(pat):
-            shutil.copy(f, tmp_path / sub / f.name)
-    v0 = sweep.code_version(tmp_path)
-    assert v0 == sweep.code_version(tmp_path)
-    (tmp_path / "ppd_core" / "engine.py").write_text((tmp_path / "ppd_core" / "engine.py").read_text() + "\n# x\n")
-    v1 = sweep.code_version(tmp_path)
+    shutil.copytree(ROOT / "ppd_core", tmp_path / "ppd_core", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "data").mkdir()
+    for f in (ROOT / "data").glob("*.json"):
+        shutil.copy(f, tmp_path / "data" / f.name)
+    v0 = diskcache.code_version(tmp_path)
+    assert v0 == diskcache.code_version(tmp_path)
+    engine = tmp_path / "ppd_core" / "sim" / "engine.py"     # a module in a subpackage counts too
+    engine.write_text(engine.read_text() + "\n# x\n")
+    v1 = diskcache.code_version(tmp_path)
     (tmp_path / "data" / "gpus.json").write_text((tmp_path / "data" / "gpus.json").read_text() + " ")
-    assert len({v0, v1, sweep.code_version(tmp_path)}) == 3
+    assert len({v0, v1, diskcache.code_version(tmp_path)}) == 3
 
 
 def test_trace_sweep_assigns_arrivals_per_qps_and_keys_the_cache_by_trace(tmp_path, stable_code):
     grid = expand_grid({"workload": "trace"}, {"layout": ["2P_2pD", "2R"], "qps": [1, 4]})
     df = run_grid(grid, trace=TRACE, cache_dir=tmp_path, check=_check_trace_run)
     for i, sc in enumerate(grid):
-        want = ppd_core.api.run(sc, assign_arrivals(TRACE, sc.qps, sc.seed)).summary
+        want = run(sc, assign_arrivals(TRACE, sc.qps, sc.seed)).summary
         assert df.iloc[i]["turn2plus.ttft_ms.mean"] == want["groups"]["turn2plus"]["ttft_ms"]["mean"]
     assert run_grid(grid, trace=TRACE, cache_dir=tmp_path).attrs["cache_hits"] == 4
     other = load_trace(TRACE_CSV.replace(b"c,1,,300,5", b"c,1,,301,5"))

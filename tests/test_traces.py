@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ppd_core import traces
-from ppd_core.errors import ScenarioError, TraceError
-from ppd_core.traces import (
+from ppd_core.workloads import trace_common, traces
+from ppd_core.config.errors import ScenarioError, TraceError
+from ppd_core.workloads.traces import (
     MAX_TRACE_BYTES,
     UNASSIGNED_ARRIVAL,
     assign_arrivals,
@@ -19,7 +19,7 @@ from ppd_core.traces import (
     load_trace,
     trace_digest,
 )
-from ppd_core.workload import Conversation, Turn
+from ppd_core.workloads import Conversation, Turn
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
 EXAMPLES = {"example_sharegpt.json": ("sharegpt", 20, 36),
@@ -336,10 +336,10 @@ def test_conversation_and_request_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     err = refused_at(CSV_HEADER + rows, 20_002)
     assert "more than 20000 conversations" in str(err)
     assert len(load_trace((CSV_HEADER + rows[: rows.index("c20000")]).encode())) == 20_000
-    monkeypatch.setattr(traces, "MAX_TRACE_REQUESTS", 3)
+    monkeypatch.setattr(trace_common, "MAX_TRACE_REQUESTS", 3)   # the caps live with the readers
     err = refused_at(mooncake(*[(k, 5, 5, [k]) for k in range(4)]), 4)
     assert "more than 3 requests" in str(err)
-    monkeypatch.setattr(traces, "MAX_TRACE_CONVERSATIONS", 2)
+    monkeypatch.setattr(trace_common, "MAX_TRACE_CONVERSATIONS", 2)
     ok = '{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}\n'
     err = refused_at(ok * 3, 3)
     assert "more than 2 conversations" in str(err)

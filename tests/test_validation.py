@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ppd_core.calibrate import PAPER_INTERFERENCE, _interference_residuals
-from ppd_core.measured import _model_name, read_dir
-from ppd_core.perf import default_params
-from ppd_core.validate import validate
+from ppd_core.calibration.calibrate import PAPER_INTERFERENCE, _interference_residuals
+from ppd_core.calibration.measured import _model_name, read_dir
+from ppd_core.model import default_params
+from ppd_core.calibration.validate import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT.parent / "shared" / "data" / "ppd-measured"

@@ -1,0 +1,289 @@
+"""Layout advisor: which layout and Turn 2+ policy to run on N GPUs for a workload, a QPS range and SLOs.
+
+    python -m ppd_core advise --gpus 4 --qps 1,2,4,8 --slo-ttft-ms 200 --slo-tpot-ms 30 workload=sharegpt
+
+Candidates
+    Every layout of ``n_gpus / tp`` nodes that ``parse_layout`` accepts: counts of R, P, D, pD summing to
+    the node count (4 nodes: the paper's 17 layouts). Above ``HYBRID_MAX_NODES`` (8) nodes the hybrids that
+    mix R with P/D/pD are skipped (their number grows cubically), which the notes say. Each layout with D
+    nodes is tried with policy ``pd`` (x=0), ``ppd`` (x=1) and ``dynamic`` with w_ttft=1 and w_tpot in
+    ``DYNAMIC_W_TPOT`` (0.5, 1, 2, 4); the policy only acts on D nodes, so layouts without D (replicas,
+    P + pD) run once (as ``dynamic``; labelled "n/a (no D)"). ``dynamic-table`` is not tried.
+
+Runs
+    Every candidate at every QPS of the range, through the sweep engine (cache, local cores or Dask). The
+    scenario is the user's base scenario (gpu, model, tp, workload, conversations, ...) with the candidate's
+    layout/policy/weights, the QPS, and the SLO thresholds set to the single given TTFT and TPOT threshold.
+
+Score (higher is better, in [0, 1])
+    For each QPS q: ``A_ttft(q)`` = share of successful Turn 2+ requests with TTFT <= ``slo_ttft_ms``,
+    ``A_tpot(q)`` likewise for TPOT (the summary's ``slo_attainment``), combined as
+    ``(weight_ttft * A_ttft + weight_tpot * A_tpot) / (weight_ttft + weight_tpot)``; the score is the mean
+    over the QPS range. A candidate whose success rate is below ``MIN_SUCCESS`` (95 %) at any QPS is not
+    eligible and ranks after every eligible one. Order: eligible first, then score (desc), then mean
+    throughput in tokens/s (desc), then mean Turn 2+ TTFT (asc), then the label (so the order is total).
+
+Pareto front
+    Per candidate, x = mean over the QPS range of the Turn 2+ mean TTFT and y = the same for TPOT (both
+    lower is better). A candidate is on the front when no other has x' <= x and y' <= y with one strictly
+    smaller. Only eligible candidates compete (all of them if none is eligible).
+
+Every row carries ``explore``: ``/?`` + the scenario's query at the highest QPS of the range (where the
+candidates differ most), the Explore view of that run. A trace workload's link cannot carry the trace.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..config.errors import ScenarioError
+from ..config.layout import MAX_NODES, Layout, parse_layout
+from ..config.scenario import SPEC, Scenario, _coerce, parse, render_value
+from ..metrics.report import slo_label
+from .grid import check_grid_size
+from .progress import Progress
+from .sweep import run_grid
+
+HYBRID_MAX_NODES = 8
+MAX_ADVISE_NODES = 32
+MAX_QPS_POINTS = 12
+DYNAMIC_W_TPOT = (0.5, 1.0, 2.0, 4.0)
+MIN_SUCCESS = 0.95
+DEFAULT_QPS = (1.0, 2.0, 4.0, 8.0)
+# keys the advisor sets itself (the rest of the base scenario is the user's)
+ADVISOR_KEYS = ("layout", "policy", "qps", "w_ttft", "w_tpot", "slo_ttft_ms", "slo_tpot_ms")
+RANKED_COLUMNS = ("rank", "layout", "category", "policy", "w_ttft", "w_tpot", "label", "eligible", "score",
+                  "slo_ttft", "slo_tpot", "ttft_ms", "tpot_ms", "throughput_tok_s", "min_success_rate",
+                  "pareto", "explore")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    layout: str
+    policy: str
+    w_ttft: float = 1.0
+    w_tpot: float = 1.0
+
+    @property
+    def has_d(self) -> bool:
+        return parse_layout(self.layout).n_D > 0
+
+    @property
+    def label(self) -> str:
+        if not self.has_d:
+            return "n/a (no D)"
+        if self.policy == "dynamic":
+            return f"dynamic w_tpot={render_value(self.w_tpot)}"
+        return self.policy
+
+
+@dataclass(frozen=True)
+class AdviseRequest:
+    """What to advise on. ``base`` holds every other scenario key (gpu, model, tp, workload, sizes)."""
+    n_gpus: int = 4
+    base: Scenario = field(default_factory=Scenario)
+    qps: tuple = DEFAULT_QPS
+    slo_ttft_ms: float = 200.0
+    slo_tpot_ms: float = 30.0
+    weight_ttft: float = 1.0
+    weight_tpot: float = 1.0
+
+    def __post_init__(self) -> None:
+        n = self.n_gpus
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_NODES * 8:
+            raise ScenarioError("n_gpus", f"{n!r} is not allowed; must be an integer in [1, {MAX_NODES * 8}]")
+        if not isinstance(self.base, Scenario):
+            raise ScenarioError("base", "must be a Scenario")
+        tp = self.base.tp_degree
+        if n % tp:
+            raise ScenarioError("n_gpus", f"{n} GPUs do not split into nodes of tp={tp} GPUs; use a multiple of {tp}")
+        if not 1 <= n // tp <= MAX_ADVISE_NODES:
+            raise ScenarioError("n_gpus", f"{n} GPUs at tp={tp} make {n // tp} nodes; the advisor handles 1 to "
+                                          f"{MAX_ADVISE_NODES} nodes")
+        raw = self.qps.split(",") if isinstance(self.qps, str) else self.qps
+        if isinstance(raw, (int, float)):
+            raw = [raw]
+        qps = tuple(sorted(dict.fromkeys(_coerce(SPEC["qps"], q) for q in raw)))
+        if not 1 <= len(qps) <= MAX_QPS_POINTS:
+            raise ScenarioError("qps", f"give 1 to {MAX_QPS_POINTS} QPS values, got {len(qps)}")
+        object.__setattr__(self, "qps", qps)
+        for key in ("slo_ttft_ms", "slo_tpot_ms"):
+            v = _coerce(SPEC[key], [getattr(self, key)])
+            object.__setattr__(self, key, v[0])
+        for key in ("weight_ttft", "weight_tpot"):
+            object.__setattr__(self, key, _coerce(SPEC["w_ttft"], getattr(self, key)))
+        if self.weight_ttft + self.weight_tpot <= 0:
+            raise ScenarioError("weight_tpot", "the TTFT and TPOT weights cannot both be 0")
+
+    @property
+    def nodes(self) -> int:
+        return self.n_gpus // self.base.tp_degree
+
+
+# ---- candidates ----------------------------------------------------------------------------------------
+
+def candidate_layouts(nodes: int, hybrid_max: int = HYBRID_MAX_NODES) -> tuple[list[str], list[str]]:
+    """Every valid layout of ``nodes`` nodes (R, P, D, pD counts), replicas first; and notes."""
+    out, skipped = [], 0
+    for r in range(nodes, -1, -1):
+        for p in range(0, nodes - r + 1):
+            for d in range(nodes - r - p, -1, -1):
+                pd_ = nodes - r - p - d
+                lay = Layout(r, p, d, pd_)
+                if not lay.nodes:
+                    continue
+                try:
+                    parse_layout(lay.text)
+                except ScenarioError:
+                    continue
+                if r and (p or d or pd_) and nodes > hybrid_max:
+                    skipped += 1
+                    continue
+                out.append(lay.text)
+    notes = []
+    if skipped:
+        notes.append(f"{skipped} hybrid layouts mixing R with P/D/pD skipped above {hybrid_max} nodes")
+    return out, notes
+
+
+def candidates(req: AdviseRequest) -> tuple[list[Candidate], list[str]]:
+    layouts, notes = candidate_layouts(req.nodes)
+    out = []
+    for text in layouts:
+        if parse_layout(text).n_D:
+            out += [Candidate(text, "pd"), Candidate(text, "ppd")]
+            out += [Candidate(text, "dynamic", 1.0, w) for w in DYNAMIC_W_TPOT]
+        else:
+            out.append(Candidate(text, "dynamic"))
+    notes.insert(0, f"{req.n_gpus} GPUs at tp={req.base.tp} = {req.nodes} nodes: {len(layouts)} layouts, "
+                    f"{len(out)} candidates (layouts with D nodes x pd, ppd, dynamic w_tpot in "
+                    f"{{{', '.join(render_value(w) for w in DYNAMIC_W_TPOT)}}}), x {len(req.qps)} QPS "
+                    f"= {len(out) * len(req.qps):,} runs")
+    return out, notes
+
+
+def scenario_for(req: AdviseRequest, cand: Candidate, qps: float) -> Scenario:
+    return req.base.with_(layout=cand.layout, policy=cand.policy, w_ttft=cand.w_ttft, w_tpot=cand.w_tpot,
+                          qps=qps, slo_ttft_ms=(req.slo_ttft_ms,), slo_tpot_ms=(req.slo_tpot_ms,))
+
+
+def plan(req: AdviseRequest) -> tuple[list[Candidate], list[Scenario], list[str]]:
+    """Candidates, the scenarios to run (candidate-major, QPS ascending) and notes."""
+    cands, notes = candidates(req)
+    check_grid_size(len(cands) * len(req.qps))
+    scenarios = [scenario_for(req, c, q) for c in cands for q in req.qps]
+    return cands, scenarios, notes
+
+
+# ---- ranking -------------------------------------------------------------------------------------------
+
+def pareto_mask(xs: Sequence[float], ys: Sequence[float], allowed: Sequence[bool] | None = None) -> list[bool]:
+    """Non-dominated points (both lower is better); NaN points and points not ``allowed`` are never on it."""
+    n = len(xs)
+    allowed = list(allowed) if allowed is not None else [True] * n
+    ok = [allowed[i] and not (math.isnan(xs[i]) or math.isnan(ys[i])) for i in range(n)]
+    mask = []
+    for i in range(n):
+        if not ok[i]:
+            mask.append(False)
+            continue
+        dominated = any(ok[j] and xs[j] <= xs[i] and ys[j] <= ys[i] and (xs[j] < xs[i] or ys[j] < ys[i])
+                        for j in range(n) if j != i)
+        mask.append(not dominated)
+    return mask
+
+
+def rank(req: AdviseRequest, cands: Sequence[Candidate], runs) -> Any:
+    """One row per candidate (see the module docstring for the score), best first."""
+    import pandas as pd
+    ttft_col = f"slo_attainment.ttft_{slo_label(req.slo_ttft_ms)}ms"
+    tpot_col = f"slo_attainment.tpot_{slo_label(req.slo_tpot_ms)}ms"
+    wt, wp = req.weight_ttft, req.weight_tpot
+    nq = len(req.qps)
+    rows = []
+    for i, c in enumerate(cands):
+        part = runs.iloc[i * nq:(i + 1) * nq]
+        a_ttft = part[ttft_col].astype(float)
+        a_tpot = part[tpot_col].astype(float)
+        score = float(((wt * a_ttft + wp * a_tpot) / (wt + wp)).mean())
+        min_ok = float(part["success_rate"].min())
+        top = part.iloc[-1]
+        rows.append({
+            "layout": c.layout, "category": layout_kind(c.layout), "policy": c.policy,
+            "w_ttft": c.w_ttft, "w_tpot": c.w_tpot, "label": c.label,
+            "eligible": min_ok >= MIN_SUCCESS, "score": round(score, 6),
+            "slo_ttft": float(a_ttft.mean()), "slo_tpot": float(a_tpot.mean()),
+            "ttft_ms": _mean(part["turn2plus.ttft_ms.mean"]), "tpot_ms": _mean(part["turn2plus.tpot_ms.mean"]),
+            "throughput_tok_s": _mean(part["throughput.tokens_per_s"]), "min_success_rate": min_ok,
+            "explore": "/?" + top["query"],
+        })
+    df = pd.DataFrame(rows)
+    elig = df["eligible"].tolist()
+    df["pareto"] = pareto_mask(df["ttft_ms"].tolist(), df["tpot_ms"].tolist(), elig if any(elig) else None)
+
+    def key(r) -> tuple:
+        ttft = r["ttft_ms"] if not math.isnan(r["ttft_ms"]) else math.inf
+        tput = r["throughput_tok_s"] if not math.isnan(r["throughput_tok_s"]) else -math.inf
+        return (not r["eligible"], -r["score"], -tput, ttft, r["layout"], r["label"])
+
+    order = sorted(range(len(df)), key=lambda i: key(df.iloc[i]))
+    df = df.iloc[order].reset_index(drop=True)
+    df.insert(0, "rank", range(1, len(df) + 1))
+    return df[list(RANKED_COLUMNS)]
+
+
+def layout_kind(text: str) -> str:
+    """Replica, P+D (PD; x set by the policy), P+pD (x=1), P+D+pD (partial), or Hybrid (R with P/D/pD)."""
+    lay = parse_layout(text)
+    if not (lay.n_P or lay.n_D or lay.n_pD):
+        return "Replica"
+    if lay.n_R:
+        return "Hybrid"
+    return "P+" + "+".join(r for r, n in (("D", lay.n_D), ("pD", lay.n_pD)) if n)
+
+
+def _mean(s) -> float:
+    v = s.astype(float)
+    return float(v.mean()) if v.notna().any() else math.nan
+
+
+# ---- running -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Advice:
+    request: AdviseRequest
+    ranked: Any            # pandas.DataFrame, RANKED_COLUMNS, best first
+    runs: Any              # pandas.DataFrame, the sweep rows (candidate-major, QPS ascending) + candidate label
+    notes: tuple[str, ...]
+
+    @property
+    def pareto(self):
+        return self.ranked[self.ranked["pareto"]].sort_values("ttft_ms").reset_index(drop=True)
+
+
+def advise(req: AdviseRequest, *, trace=None, executor: str = "local", scheduler: str | None = None,
+           workers: int | None = None, cache_dir=None, cache: bool = True,
+           progress: Progress | None = None, check=None) -> Advice:
+    """Run every candidate over the QPS range and rank them. ``trace``: conversations for workload=trace."""
+    if trace is not None and req.base.workload != "trace":
+        req = AdviseRequest(req.n_gpus, req.base.with_(workload="trace"), req.qps, req.slo_ttft_ms,
+                            req.slo_tpot_ms, req.weight_ttft, req.weight_tpot)
+    cands, scenarios, notes = plan(req)
+    runs = run_grid(scenarios, executor=executor, scheduler=scheduler, workers=workers,
+                          cache_dir=cache_dir, cache=cache, progress=progress, trace=trace, check=check)
+    runs.insert(0, "candidate", [c.label for c in cands for _ in req.qps])
+    if req.base.workload == "trace":
+        notes.append("workload=trace: the Explore links cannot carry the trace (open them from the CLI with "
+                     "--trace FILE)")
+    a = runs.attrs
+    notes.append(f"{len(runs):,} runs: {a['simulated']:,} simulated, {a['cache_hits']:,} from the cache")
+    return Advice(req, rank(req, cands, runs), runs, tuple(notes))
+
+
+def base_from_pairs(pairs: Sequence[str]) -> Scenario:
+    for item in pairs:
+        key = item.split("=", 1)[0].strip() if "=" in item else ""
+        if key in ADVISOR_KEYS:
+            raise ScenarioError(key, "is chosen by the advisor; use --qps, --slo-ttft-ms, --slo-tpot-ms")
+    return parse(pairs)

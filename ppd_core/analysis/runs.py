@@ -1,0 +1,18 @@
+"""``ppd_core.run``: one scenario, with the decision table of ``policy=dynamic-table`` built here (through the
+sweep cache) and handed to the simulator as data."""
+from __future__ import annotations
+
+from ..config.scenario import Scenario
+from ..metrics.result import RunResult, simulate_scenario
+from ..model.params import PerfParams
+from ..workloads.conversation import Conversation
+from .table import table_for
+
+
+def run(sc: Scenario, trace: tuple[Conversation, ...] | None = None, *, record_spans: bool = False,
+        exact: bool = False, params: PerfParams | None = None) -> RunResult:
+    """Simulate one scenario. ``trace``: conversations for ``workload=trace``. ``exact``: advance decode one
+    step per event (the slow oracle used by tests). ``params``: override the calibrated latency model (the
+    decision table of ``dynamic-table`` is then built with them too)."""
+    table = table_for(sc, params) if sc.policy == "dynamic-table" else None
+    return simulate_scenario(sc, trace, record_spans=record_spans, exact=exact, params=params, table=table)

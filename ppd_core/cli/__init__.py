@@ -1,0 +1,45 @@
+"""Layer 9: the command line, ``python -m ppd_core run|bench|sweep|advise|validate|calibrate|paper ...`` (also
+installed as ``ppd``). One module per command, each with ``NAME``, ``add_parser(sub)`` and ``handle(args)``;
+the library modules below hold no argparse.
+
+Bad input never prints a traceback: one line naming the input and what is allowed, exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from ..config.errors import PPDError
+from . import advise, bench, calibrate, paper, run, sweep, validate
+from .common import Parser
+
+COMMANDS = (run, bench, sweep, calibrate, validate, paper, advise)   # in the order `--help` lists them
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m ppd_core", description="PPD Explorer simulator")
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    for cmd in COMMANDS:
+        cmd.add_parser(sub)
+        sub.choices[cmd.NAME].set_defaults(handler=cmd.handle)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    try:
+        return args.handler(args)
+    except PPDError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,46 @@
+"""One measured run: simulate a scenario and turn the simulation into records and a summary.
+
+``simulate_scenario`` takes everything as data - the conversations of a trace, the latency-model
+parameters, the decision table of policy ``dynamic-table`` - and builds nothing else (no pools, no disk
+cache). ``ppd_core.run`` is the front door that also builds a missing decision table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import workloads as wl
+from ..config.errors import ScenarioError
+from ..config.scenario import Scenario
+from ..model import PerfParams, for_scenario
+from ..sim.decision_table import DecisionTable
+from ..sim.engine import simulate
+from . import report
+
+
+@dataclass(frozen=True)
+class RunResult:
+    scenario: Scenario
+    summary: dict
+    records: pd.DataFrame
+    nodes: pd.DataFrame
+    spans: pd.DataFrame | None
+
+
+def simulate_scenario(sc: Scenario, trace: tuple[wl.Conversation, ...] | None = None, *,
+                      record_spans: bool = False, exact: bool = False, params: PerfParams | None = None,
+                      table: DecisionTable | None = None) -> RunResult:
+    """Simulate one scenario. ``trace``: conversations for ``workload=trace``. ``exact``: advance decode one
+    step per event (the slow oracle used by tests). ``params``: override the calibrated latency-model
+    parameters. ``table``: the decision table (required for ``policy=dynamic-table``)."""
+    pm = for_scenario(sc, params)
+    rngs = wl.streams(sc.seed)
+    convs = wl.generate(sc, rngs["arrivals"], rngs["lengths"], trace)
+    if pm.kv_capacity_tokens <= 0:
+        raise ScenarioError("model", f"{sc.model} weights ({pm.model.weight_bytes / 1e9:.0f} GB) do not fit in "
+                                     f"tp={sc.tp} x {pm.gpu.memory_gb:g} GB x gpu_mem_util={sc.gpu_mem_util:g}; "
+                                     "raise tp or pick a larger GPU")
+    sim = simulate(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
+    df = report.records(sim)
+    return RunResult(sc, report.summary(sim, df), df, report.node_table(sim), report.spans(sim))

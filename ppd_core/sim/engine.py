@@ -1,0 +1,253 @@
+"""The event engine: the event loop, the proxy (routing a request to P or its decode node) and the PD path,
+with the client (`client.py`), nodes and the KV fabric on one heap of timed events.
+
+A run is a pure function of the scenario: everything random comes from numpy streams seeded by
+``scenario.seed``, ties between simultaneous events are broken by insertion order, and no state outlives
+the ``Simulator`` object.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from functools import partial
+from collections import deque
+from time import perf_counter
+
+from ..config.errors import ScenarioError
+from ..config.layout import parse_layout
+from ..workloads.conversation import Conversation
+from .events import EventKind
+from .fabric import Fabric
+from .kvcache import BLOCK
+from .node import Node
+from .policies import POLICIES
+from .request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT, Request
+from .router import LeastLoaded, PRouter
+from .client import Client, ConvState
+from .view import ClusterView
+
+MAX_EVENTS = 20_000_000   # hard stop; anything unfinished then is reported as status "unfinished"
+
+ARRIVAL, AT_NODE, NODE_WAKE, LINK_WAKE = EventKind.ARRIVAL, EventKind.AT_NODE, EventKind.NODE_WAKE, EventKind.LINK_WAKE
+XFER_DONE, TIMEOUT_EV, SEND, HANDOFF = EventKind.XFER_DONE, EventKind.TIMEOUT, EventKind.SEND, EventKind.HANDOFF
+
+
+class Simulator(Client):
+    """One run's state: the client, the router, the nodes and the KV fabric on one heap of timed events.
+    ``table``: the decision table of policy ``dynamic-table`` (built by ``ppd_core.analysis.table``)."""
+
+    def __init__(self, sc, convs: tuple[Conversation, ...], pm, rngs: dict, *, record_spans: bool = False,
+                 exact: bool = False, table=None, router: PRouter | None = None):
+        self.sc = sc
+        self.pm = pm
+        self.convs = [ConvState(c) for c in convs]
+        self.by_id = {cs.conv.cid: cs for cs in self.convs}
+        self.rng_route = rngs["routing"]
+        self.rng_policy = rngs["policy"]
+        if sc.policy == "dynamic-table" and table is None:
+            raise ScenarioError("policy", "'dynamic-table' needs its decision table: run it through ppd_core.run "
+                                          "(which builds the table) or pass table=")
+        self.table = table
+        self.retok = pm.retok(sc.workload)   # share of an answer the next turn's prompt still matches
+        self.policy = POLICIES[sc.policy]
+        self.router: PRouter = LeastLoaded() if router is None else router
+        lay = parse_layout(sc.layout)
+        counters: dict[str, int] = {}
+        self.nodes: list[Node] = []
+        for role in lay.roles():
+            i = counters.get(role, 0)
+            counters[role] = i + 1
+            self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pm, sc.max_batched_tokens,
+                                   exact=exact))
+        self.p_nodes = [n for n in self.nodes if n.role == "P"]
+        self.serving = [n for n in self.nodes if n.role != "P"]
+        self._pick_p = partial(self.router.pick, self.p_nodes)
+        tp = sc.tp_degree
+        self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
+                             sc.link_sharing == "fair")
+        self.heap: list = []
+        self._seq = itertools.count()         # tie-breaker: simultaneous events run in insertion order
+        self.now = 0.0
+        self.events = 0
+        self.requests: list[Request] = []
+        self.active = 0
+        self.queue: deque[Request] = deque()
+        self.arrived = 0
+        self.open_convs = len(self.convs)   # the run ends when every conversation has ended
+        self.spans: list | None = [] if record_spans else None
+        self.view = ClusterView(self)        # what the Turn 2+ policy sees
+        self.node_views = tuple(self.view.node(n.nid) for n in self.nodes)
+
+    # ---- event plumbing --------------------------------------------------------------------------------
+    def push(self, t: float, kind: EventKind, a, b=None) -> None:
+        heapq.heappush(self.heap, (t, next(self._seq), kind, a, b))
+
+    # the Scheduler interface of nodes and the fabric (events.Scheduler)
+    def wake_node(self, t: float, node: Node, version: int) -> None:
+        heapq.heappush(self.heap, (t, next(self._seq), NODE_WAKE, node, version))
+
+    def wake_fabric(self, t: float, fabric: Fabric, version: int) -> None:
+        heapq.heappush(self.heap, (t, next(self._seq), LINK_WAKE, fabric, version))
+
+    def transfer_done_at(self, t: float, req: Request, start: float) -> None:
+        heapq.heappush(self.heap, (t, next(self._seq), XFER_DONE, req, start))
+
+    def span(self, node: Node, start: float, end: float, kind: str, chunks) -> None:
+        if self.spans is None:
+            return
+        if chunks is not None:
+            convs = sorted({r.conv for r, _ in chunks})
+        else:
+            convs = sorted({e[2].conv for e in node.dec_heap})
+        self.spans.append((node.name, node.role, start, end, kind, " ".join(map(str, convs))))
+
+    def run(self) -> None:
+        for cs in self.convs:
+            self.push(cs.conv.arrival_s, ARRIVAL, cs)
+        heap = self.heap
+        pop = heapq.heappop
+        nodes_wake = Node.wake
+        while heap and self.open_convs:
+            t, _, kind, a, b = pop(heap)
+            self.now = t
+            self.events += 1
+            if self.events > MAX_EVENTS:
+                break
+            if kind is NODE_WAKE:
+                nodes_wake(a, t, b)
+            elif kind is AT_NODE:
+                if not b.aborted:
+                    a.enqueue(b, t)
+            elif kind is TIMEOUT_EV:
+                if a.status != OK and not a.aborted:
+                    self._timeout(a, t)
+            elif kind is SEND:
+                if not a.aborted:
+                    self._send(a, t)
+            elif kind is LINK_WAKE:
+                a.wake(t, b)
+            elif kind is XFER_DONE:
+                self._transfer_done(a, b, t)
+            elif kind is HANDOFF:
+                self._handoff(a, t)
+            elif kind is ARRIVAL:
+                self._arrival(a, t)
+
+    # ---- router ------------------------------------------------------------------------------------------
+    def pick_p(self) -> Node:
+        """The P node for a PD-path request (the router's choice; today least-loaded)."""
+        return self._pick_p()
+
+    def observed_qps(self) -> float:
+        return self.arrived / self.now if self.now > 0 else self.sc.qps
+
+    def _send(self, req: Request, t: float) -> None:
+        cs = self.by_id[req.conv]
+        fresh = req.turn == 1 or (self.sc.rehash_frac > 0 and self.rng_policy.random() < self.sc.rehash_frac)
+        if fresh or cs.node is None:
+            cs.node = self.serving[int(self.rng_route.integers(len(self.serving)))]
+        node = cs.node
+        req.decode_node = node.nid
+        if node.role == "R":
+            req.path = REPLICA
+        elif fresh:
+            req.path = PD
+        elif node.role == "pD":
+            req.path = LOCAL
+        else:
+            req.path = LOCAL if self.policy(self.view, req, self.node_views[node.nid]) else PD
+        if req.path == PD:
+            p = self.pick_p()
+            req.prefill_node = p.nid
+            self.push(t + self.pm.hop(req.prompt, p.active_seqs()), AT_NODE, p, req)
+        else:
+            self.push(t + self.pm.hop(req.prompt, node.active_seqs()), AT_NODE, node, req)
+
+    # ---- PD path -----------------------------------------------------------------------------------------
+    def prefill_done(self, req: Request, t: float, p: Node) -> None:
+        req.prefill_done_at = t
+        if req.aborted:
+            p.release(req)
+            return
+        # D reserves KV for the request first (it may have to wait for memory), then the PD path runs in
+        # series as in the measured system: P's 1-token response returns and the proxy hands the request to
+        # D (pd_handoff), and D loads the KV inside its next step (P2pNccl's blocking per-layer receive)
+        self.nodes[req.decode_node].enqueue(req, t)
+
+    def decode_reserved(self, req: Request, t: float) -> None:
+        """Called by D once it holds a KV reservation for a PD-path request."""
+        d = self.nodes[req.decode_node]
+        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
+
+    def _handoff(self, req: Request, t: float) -> None:
+        """The proxy's request reached D: the KV moves P -> D now; D's batch pauses while it flows in."""
+        p, d = self.nodes[req.prefill_node], self.nodes[req.decode_node]
+        if req.aborted:
+            for node in (p, d):
+                node.release(req)
+                node.try_admit(t)
+            return
+        req.kv_bytes = req.prompt * self.pm.kv_bytes_per_token
+        if self.pm.p.kv_recv_blocks_decode >= 0.5:
+            req.blocks_decode = True
+            d.block_for_transfer(t)
+        self.fabric.start(req, p.nid, d.nid, req.kv_bytes, t)
+
+    def _transfer_done(self, req: Request, start: float, t: float) -> None:
+        req.transfer_done_at = t
+        p = self.nodes[req.prefill_node]
+        p.release(req)
+        p.cache_put(req.conv, (req.prompt // BLOCK) * BLOCK)
+        p.try_admit(t)   # the freed KV may let P's waiting requests in
+        d = self.nodes[req.decode_node]
+        if self.spans is not None:
+            self.spans.append((f"{p.name}->{d.name}", "link", start, t, "transfer", str(req.conv)))
+        if req.blocks_decode:
+            d.transfer_received()
+        if req.aborted:
+            d.release(req)
+            d.try_admit(t)
+            d.kick(t)
+        else:
+            d.ready_after_transfer(req, t)   # kicks D: the last prompt token is computed in its next step
+
+    # ---- failures ----------------------------------------------------------------------------------------
+    def reject(self, req: Request, t: float, node: Node) -> None:
+        """The request's KV can never fit on ``node``: it fails at once, and so does its conversation."""
+        if req.status != REJECTED:
+            req.status = REJECTED
+            req.aborted = True
+            req.finish = t
+            for nid in list(req.reserved_on):
+                other = self.nodes[nid]
+                other.release(req)
+                if other is not node:
+                    other.try_admit(t)   # e.g. P's KV of a request D refuses: P's queue may move on
+            self._end_conversation(req.conv, t)
+
+    def _timeout(self, req: Request, t: float) -> None:
+        if req.status == OK or req.aborted:
+            return
+        req.status = TIMEOUT
+        req.aborted = True
+        req.finish = t
+        for nid in (req.prefill_node, req.decode_node):
+            if nid >= 0:
+                self.nodes[nid].request_aborted(t)
+        if req.path == PD and req.prefill_node in req.reserved_on and req.decode_node not in req.reserved_on \
+                and req.prefill_done_at >= 0:
+            # prefilled on P and waiting in D's queue for a KV reservation: D will drop it from the queue
+            # without a reservation to release, so P's copy of the KV is freed here
+            p = self.nodes[req.prefill_node]
+            p.release(req)
+            p.try_admit(t)
+        # a Turn 1 still waiting for a client connection (never sent) holds no slot to give back
+        self._end_conversation(req.conv, t, holds_slot=bool(req.path) or req.turn > 1)
+
+
+def simulate(sc, convs, pm, rngs, *, record_spans=False, exact=False, table=None) -> Simulator:
+    sim = Simulator(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
+    t0 = perf_counter()
+    sim.run()
+    sim.wall_s = perf_counter() - t0
+    return sim

@@ -1,0 +1,44 @@
+"""A request is one turn of one conversation as it moves through the cluster."""
+from __future__ import annotations
+
+# Paths a request can take (the paper's names).
+PD, LOCAL, REPLICA = "pd", "local", "replica"
+# Final states.
+OK, TIMEOUT, REJECTED, UNFINISHED = "ok", "timeout", "rejected", "unfinished"
+
+
+class Request:
+    """Mutable per-request state owned by the simulator (``__slots__`` for speed: thousands per run)."""
+
+    __slots__ = ("rid", "conv", "turn", "sent", "new_input", "output", "prompt", "path", "prefill_node",
+                 "decode_node", "cached", "prefill_tokens", "kv_bytes", "first_token", "finish", "status",
+                 "aborted", "remaining_prefill", "done_prefill", "full_prefill", "join_step",
+                 "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode")
+
+    def __init__(self, rid: int, conv: int, turn: int, sent: float, new_input: int, output: int, prompt: int):
+        self.rid = rid
+        self.conv = conv
+        self.turn = turn                # 1-based
+        self.sent = sent                # client send time (Turn 1: conversation arrival, queueing included)
+        self.new_input = new_input
+        self.output = output
+        self.prompt = prompt            # prompt tokens = history + new input
+        self.path = ""
+        self.prefill_node = -1
+        self.decode_node = -1
+        self.cached = 0                 # prompt tokens found in the serving node's prefix cache
+        self.prefill_tokens = 0         # tokens actually prefilled (on P for the PD path)
+        self.kv_bytes = 0               # KV bytes moved P -> D
+        self.first_token = -1.0
+        self.finish = -1.0
+        self.status = UNFINISHED
+        self.aborted = False
+        self.remaining_prefill = 0      # tokens still to prefill on the node currently holding it
+        self.done_prefill = 0           # context already in KV on that node (cached + prefilled so far)
+        self.full_prefill = False       # prefill started with no cached context (a "full" prefill)
+        self.join_step = 0              # decode step count of its node when it joined the decode batch
+        self.reserved_on = []           # node ids holding a KV reservation for this request
+        self.where = ""                 # coarse location, for debugging and aborts
+        self.prefill_done_at = -1.0
+        self.transfer_done_at = -1.0
+        self.blocks_decode = False      # its inbound transfer pauses the decode node's batch

@@ -1,0 +1,38 @@
+"""The one worker pool (ppd_core.analysis.pool): ordered map with progress, pids, the start-method rule, and
+healing after a worker dies."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ppd_core.analysis.pool import WorkerCrashed, WorkerPool, mp_context
+from ppd_core.config.errors import PPDError
+
+
+def test_start_method_is_never_fork():
+    assert mp_context().get_start_method() in ("forkserver", "spawn")
+
+
+def test_map_keeps_order_reports_progress_and_heals_after_a_crash():
+    seen = []
+    with WorkerPool(2) as pool:
+        assert pool.pids() == ()
+        assert pool.map(abs, range(-7, 0), progress=lambda d, t: seen.append((d, t)), chunksize=2) == \
+            [7, 6, 5, 4, 3, 2, 1]
+        assert seen[-1] == (7, 7) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+        first = pool.pids()
+        assert first and os.getpid() not in first
+        with pytest.raises(WorkerCrashed) as err:          # the worker process dies mid-job
+            pool.map(os._exit, [3])
+        assert isinstance(err.value, PPDError) and "\n" not in str(err.value)
+        assert pool.map(abs, [-2]) == [2]                   # the next call runs on fresh processes
+        assert set(pool.pids()).isdisjoint(first)
+        assert pool.result(pool.submit(divmod, 7, 2)) == (3, 1)
+    assert pool.pids() == ()
+
+
+def test_workers_are_validated():
+    for bad in (0, 257, True, 1.5):
+        with pytest.raises(PPDError):
+            WorkerPool(bad)
