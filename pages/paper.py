@@ -10,12 +10,14 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from pages import _common as C
 from ppd_core import paper as P
 from ppd_core.errors import PPDError
 from ppd_core.sweep import code_version
+from ui import charts, runner, widgets
+from ui.cards import defs as metric_defs
+from ui.controls import Control
 
-MAX_PROGRESS_UPDATES = 40
+FULL_GRID = Control("paper_t2_full", "Full grid (3,060 runs)", "toggle", default=False)
 SIM, PUB, MEAS = "#1f77b4", "#d62728", "#7f7f7f"
 CURVE_COLORS = {"decode only": "#7f7f7f", "+1 full prefill": "#d62728", "+1 append-prefill": "#1f77b4",
                 "+4 full prefills": "#d62728", "+4 append-prefills": "#1f77b4"}
@@ -24,17 +26,8 @@ CURVE_COLORS = {"decode only": "#7f7f7f", "+1 full prefill": "#d62728", "+1 appe
 @st.cache_data(max_entries=32, show_spinner=False)
 def run_item(name: str, quick: bool, measured: str | None, version: str) -> P.Item:
     """One paper item (``version``: the simulator's code + parameter version, so recalibration re-runs)."""
-    bar = st.progress(0.0, text=f"{name}: simulating…")
-    step = [0]
-
-    def progress(done: int, total: int) -> None:
-        if done >= total or done * MAX_PROGRESS_UPDATES >= (step[0] + 1) * total:
-            step[0] = done * MAX_PROGRESS_UPDATES // max(total, 1)
-            bar.progress(min(done / max(total, 1), 1.0), text=f"{name}: {done:,}/{total:,} runs")
-
-    item = P.run_item(name, quick=quick, measured_dir=measured, progress=progress)
-    bar.empty()
-    return item
+    with runner.Progress(f"{name}: simulating") as progress:
+        return P.run_item(name, quick=quick, measured_dir=measured, progress=progress)
 
 
 def get(name: str, quick: bool = False) -> P.Item:
@@ -126,7 +119,7 @@ def table1_figure(item: P.Item) -> go.Figure:
 def fig5_figure(item: P.Item) -> go.Figure:
     d = item.data
     fig = make_subplots(rows=1, cols=3, subplot_titles=("Turn 2+ TTFT", "Turn 2+ TPOT", "Turn 2+ E2E"))
-    colors = {"PD": C.SYSTEM_COLORS["PD"], "PPD": C.SYSTEM_COLORS["PPD"]}
+    colors = {"PD": charts.SYSTEM_COLORS["PD"], "PPD": charts.SYSTEM_COLORS["PPD"]}
     for col, m in enumerate(("ttft", "tpot", "e2e"), start=1):
         for system in ("PD", "PPD"):
             s = d[d["system"] == system].sort_values("bandwidth_gbps")
@@ -212,7 +205,7 @@ def headline_figure(item: P.Item) -> go.Figure:
     t = item.table
     meas = t[(t["source"] != "paper") & (t["unit"] == "ms")]
     fig = go.Figure()
-    for system, color in (("2P_2D (x=0)", C.SYSTEM_COLORS["PD"]), ("2P_2pD (x=1)", C.SYSTEM_COLORS["PPD"]),
+    for system, color in (("2P_2D (x=0)", charts.SYSTEM_COLORS["PD"]), ("2P_2pD (x=1)", charts.SYSTEM_COLORS["PPD"]),
                           ("2P_2D dynamic (PPD)", "#17becf")):
         s = d[d["system"] == system]
         fig.add_trace(go.Bar(x=[f"QPS {q:g}" for q in s["qps"]], y=s["ttft_ms"], name=f"{system} simulated",
@@ -230,7 +223,7 @@ def headline_figure(item: P.Item) -> go.Figure:
 def engines_figure(item: P.Item) -> go.Figure:
     d = item.data
     fig = make_subplots(rows=1, cols=2, subplot_titles=("local share", "Turn 2+ TTFT"))
-    colors = {"pd": C.SYSTEM_COLORS["PD"], "ppd": C.SYSTEM_COLORS["PPD"], "dynamic": "#17becf",
+    colors = {"pd": charts.SYSTEM_COLORS["PD"], "ppd": charts.SYSTEM_COLORS["PPD"], "dynamic": "#17becf",
               "dynamic-table": "#9467bd"}
     for pol, color in colors.items():
         s = d[d["policy"] == pol]
@@ -250,6 +243,7 @@ def engines_figure(item: P.Item) -> go.Figure:
 VERSION = code_version()
 MEASURED = str(P.MEASURED_DEFAULT) if P.MEASURED_DEFAULT.is_dir() else None
 
+state = widgets.carry_scenario("paper", (FULL_GRID,))      # scenario keys carried for the navigation
 st.title("The paper, reproduced")
 st.caption("Each section runs the simulator for one of the PPD paper's figures or tables (\"Not All Prefills Are "
            "Equal\", ICML 2026) and overlays the published numbers (and the repository's measured CSVs where they "
@@ -257,12 +251,13 @@ st.caption("Each section runs the simulator for one of the PPD paper's figures o
            "does not. Same output on the command line: `python -m ppd_core paper`.")
 if MEASURED is None:
     st.info(f"Measured CSVs not found at {P.MEASURED_DEFAULT}: showing published numbers only.")
+widgets.show_warnings(state.warnings)
 
 items: dict[str, P.Item] = {}
 
 st.header("1 · Interference (Fig.2, Fig.7)")
 it = items["interference"] = get("interference")
-C.chart(interference_figure(it), "paper_interference")
+charts.chart(interference_figure(it), "paper_interference")
 show(it, "**Decode TPOT** = mean time per output token of the decode requests of a batch that starts together "
          "with the inserted prefill(s); each decode has a 2,048+4-token context and generates 64 tokens. **Full "
          "prefill** = 1,024 new tokens, no cache; **append-prefill** = 1,024 new tokens on a 2,048-token cached "
@@ -270,40 +265,42 @@ show(it, "**Decode TPOT** = mean time per output token of the decode requests of
 
 st.header("2 · Table 1: the x=1 advantage")
 it = items["table1"] = get("table1")
-C.chart(table1_figure(it), "paper_table1")
+charts.chart(table1_figure(it), "paper_table1")
 show(it, "**Turn-2 TTFT change** = Σ mean Turn-2 TTFT at x=1 / Σ mean Turn-2 TTFT at x=0 − 1, summed over the "
          "18 synthetic workloads and the band's QPS points (low 0.5–2, medium 4–8, high 12–20). "
-         + C.defs("ttft", "x"))
+         + metric_defs("ttft", "x"))
 
 st.header("3 · Fig.5: KV-transfer bandwidth")
 it = items["fig5"] = get("fig5")
-C.chart(fig5_figure(it), "paper_fig5")
+charts.chart(fig5_figure(it), "paper_fig5")
 show(it, "PD = 1P_3D with policy pd (every Turn 2+ through P, full-context KV transfer); PPD = 1P_3D with policy "
-         "dynamic. " + C.defs("ttft", "tpot", "e2e", "turn2"))
+         "dynamic. " + metric_defs("ttft", "tpot", "e2e", "turn2"))
 
 st.header("4 · Fig.6: the weights")
 it = items["fig6"] = get("fig6")
 left, right = st.columns(2)
 f_share, f_front = fig6_figures(it)
 with left:
-    C.chart(f_share, "paper_fig6_share")
+    charts.chart(f_share, "paper_fig6_share")
 with right:
-    C.chart(f_front, "paper_fig6_frontier")
-show(it, C.defs("s", "local", "ttft", "tpot") + "  \nChanges are relative to static PD (x=0) on the same GPUs.")
+    charts.chart(f_front, "paper_fig6_frontier")
+show(it, metric_defs("s", "local", "ttft", "tpot") + "  \nChanges are relative to static PD (x=0) on the same GPUs.")
 
 st.header("5 · Table 2: no static optimum")
 st.caption("Every (workload, QPS) cell's best layout for Turn-2 mean TTFT, all-turn mean TPOT and throughput among "
            "layouts with ≥ 95 % success. The quick grid (240 runs) takes seconds; the paper's full grid (17 layouts "
            "× 18 workloads × 10 QPS = 3,060 runs) a few minutes on 2 cores, then it is cached on disk.")
 c1, c2 = st.columns([1, 3])
-full = c1.toggle("Full grid (3,060 runs)", value=False, key="paper_t2_full")
+with c1:
+    full = bool(widgets.render_extra(FULL_GRID))
+widgets.sync("paper", state.scenario, (FULL_GRID,))
 if c2.button("Run Table 2", key="paper_t2_run", icon=":material/play_arrow:", type="primary"):
     st.session_state["paper_t2_requested"] = True
 if st.session_state.get("paper_t2_requested"):
     it = items["table2"] = get("table2", quick=not full)
-    C.chart(table2_figure(it), "paper_table2")
+    charts.chart(table2_figure(it), "paper_table2")
     show(it, "**Categories:** Replica = 4R; x=0 = 1P_3D, 2P_2D, 3P_1D; 0<x<1 = 1P_2D_1pD, 1P_1D_2pD, 2P_1D_1pD; "
-             "x=1 = 1P_3pD, 2P_2pD, 3P_1pD; Hybrid = layouts mixing R with P/D. " + C.defs("ttft", "tpot")
+             "x=1 = 1P_3pD, 2P_2pD, 3P_1pD; Hybrid = layouts mixing R with P/D. " + metric_defs("ttft", "tpot")
          + "  \n**Throughput** = generated tokens per second over the run.")
     with st.expander("Winners per cell"):
         st.dataframe(it.data, hide_index=True, width="stretch")
@@ -312,15 +309,15 @@ else:
 
 st.header("6 · Headline: ~68 % lower Turn 2+ TTFT")
 it = items["headline"] = get("headline")
-C.chart(headline_figure(it), "paper_headline")
-show(it, "**TTFT reduction** = 1 − Turn 2+ mean TTFT / the x=0 layout's. " + C.defs("ttft", "tpot", "turn2"))
+charts.chart(headline_figure(it), "paper_headline")
+show(it, "**TTFT reduction** = 1 − Turn 2+ mean TTFT / the x=0 layout's. " + metric_defs("ttft", "tpot", "turn2"))
 
 st.header("7 · Decision engines: offline table vs online Eq.1")
 it = items["engines"] = get("engines")
-C.chart(engines_figure(it), "paper_engines")
+charts.chart(engines_figure(it), "paper_engines")
 show(it, "**dynamic-table** = the paper's engine: an offline table of Eq.1 signs from x=0/x=1 runs of 180 cells "
          "(context class × Turn-2 type × QPS bin), nearest cell online. **dynamic** = Eq.1 from the live cluster "
-         "state per request. " + C.defs("local", "s"))
+         "state per request. " + metric_defs("local", "s"))
 
 st.header("Summary")
 st.dataframe(P.summary_rows(items), hide_index=True, width="stretch")

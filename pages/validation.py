@@ -4,20 +4,27 @@ Plotly charts built from its points and ``validate.summarize``."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _common as C
 from ppd_core.errors import PPDError
 from ppd_core.paper import MEASURED_DEFAULT
 from ppd_core.sweep import code_version
 from ppd_core.validate import target_sets, validate
+from ui import charts, runner, uploads, widgets
+from ui.cards import defs, fmt_pct
+from ui.controls import Control
 
-MAX_PROGRESS_UPDATES = 40
+SOURCE = Control("val_source", "Measured data", "radio", options=("bundled", "upload"), default="bundled",
+                 help="bundled: the calibration set shipped with the project (../shared/data/ppd-measured); "
+                      "upload: your own CSVs in the same schemas (each up to 50 MiB).")
+SAMPLE = Control("val_sample", "Points to simulate (0 = all)", "number", lo=0, hi=100_000, step=100, default=0,
+                 help="A random sample of measured (file, layout, workload, QPS) points; 0 simulates all of "
+                      "them (about 20–45 s).")
+EXTRAS = (SOURCE, SAMPLE)
 TARGETS = (("turn2_tpot_mean", "Turn-2 mean TPOT"), ("turn2_ttft_p50_unsaturated", "Turn-2 p50 TTFT (unsaturated)"),
            ("turn2_e2e_mean", "Turn-2 mean E2E"))
 METRIC_NAMES = {"avg_ttft_ms": "mean TTFT", "p50_ttft_ms": "p50 TTFT", "p90_ttft_ms": "p90 TTFT",
@@ -27,26 +34,32 @@ METRIC_NAMES = {"avg_ttft_ms": "mean TTFT", "p50_ttft_ms": "p50 TTFT", "p90_ttft
 TURN_ORDER = {"turn1": 0, "turn2": 1, "turn2plus": 2, "average": 3, "all_turns": 4, "all": 5}
 
 
+def _frame(pts) -> pd.DataFrame:
+    return pd.DataFrame([{"file": p.file, "config": p.config, "workload": p.workload, "qps": p.qps, "turn": p.turn,
+                          "metric": p.metric, "measured": p.measured,
+                          "simulated": math.nan if p.simulated is None else p.simulated, "success": p.success,
+                          "reason": p.reason} for p in pts])
+
+
+def _validate(folder: str, sample: int) -> dict:
+    with runner.Progress("Simulating the measured points") as progress:
+        pts, summary, notes = validate(folder, sample or None, progress=progress)
+    return {"points": _frame(pts), "summary": summary, "notes": notes, "raw": pts}
+
+
 @st.cache_data(max_entries=4, show_spinner=False)
-def run_validation(measured: str, sample: int, version: str) -> dict:
-    """Simulate every usable measured point (``sample`` > 0: a random sample of that many points). The
-    progress bar is created here, so a cache hit replays it and ends empty. ``version``: the simulator's
-    code + parameter version."""
-    bar = st.progress(0.0, text="Simulating the measured points…")
-    step = [0]
+def run_bundled(sample: int, version: str) -> dict:
+    """Every usable point of the bundled calibration set (``sample`` > 0: a random sample of that many
+    points). ``version``: the simulator's code + parameter version. The progress bar is created here, so a
+    cache hit replays it and ends empty."""
+    return _validate(str(MEASURED_DEFAULT), sample)
 
-    def progress(done: int, total: int) -> None:
-        if done >= total or done * MAX_PROGRESS_UPDATES >= (step[0] + 1) * total:
-            step[0] = done * MAX_PROGRESS_UPDATES // max(total, 1)
-            bar.progress(min(done / max(total, 1), 1.0), text=f"Simulating the measured points… {done:,}/{total:,}")
 
-    pts, summary, notes = validate(measured, sample or None, progress=progress)
-    bar.empty()
-    df = pd.DataFrame([{"file": p.file, "config": p.config, "workload": p.workload, "qps": p.qps, "turn": p.turn,
-                        "metric": p.metric, "measured": p.measured,
-                        "simulated": math.nan if p.simulated is None else p.simulated, "success": p.success,
-                        "reason": p.reason} for p in pts])
-    return {"points": df, "summary": summary, "notes": notes, "raw": pts}
+@st.cache_data(max_entries=4, show_spinner=False)
+def run_uploaded(files: tuple[tuple[str, bytes], ...], sample: int, version: str) -> dict:
+    """The same for uploaded CSVs (already checked), written to a fresh temporary folder for the run."""
+    with uploads.materialised(files) as folder:
+        return _validate(folder, sample)
 
 
 def scatter_figure(df: pd.DataFrame, title: str) -> go.Figure:
@@ -111,30 +124,32 @@ st.caption("Every measured point (synthetic sweep, ShareGPT runs, turn scaling) 
            "benchmark's routing quirk (`ppd_core.validate`; same as `python -m ppd_core validate --measured DIR`). "
            "Points hit by infrastructure failures are listed with the reason and not simulated.")
 
-st.session_state.setdefault("val_dir", str(MEASURED_DEFAULT))
-st.session_state.setdefault("val_sample", 0)
+state = widgets.carry_scenario("validation", EXTRAS)     # scenario keys carried for the navigation
+widgets.show_warnings(state.warnings)
 c1, c2 = st.columns([3, 1])
-folder = c1.text_input("Measured data folder", key="val_dir",
-                       help="A folder of CSVs in the schemas of ../shared/data/ppd-measured (relative paths are "
-                            "relative to the repository root).")
-sample = int(c2.number_input("Points to simulate (0 = all)", min_value=0, max_value=100_000, step=100,
-                             key="val_sample", help="A random sample of measured (file, layout, workload, QPS) "
-                                                    "points; 0 simulates all of them (about 20–45 s)."))
-path = Path(folder.strip()).expanduser()
-if not path.is_absolute():
-    path = (Path(__file__).resolve().parent.parent / path).resolve()
-if not folder.strip() or not path.is_dir():
-    st.error(f"Measured data folder not found: {folder.strip() or '(empty)'} — enter the folder that holds "
-             "comprehensive.csv, sharegpt.csv, … (default ../shared/data/ppd-measured next to the repository).")
-    st.stop()
-if not any(path.glob("*.csv")):
-    st.error(f"No CSV files in {path}.")
-    st.stop()
-
+with c1:
+    source = widgets.render_extra(SOURCE)
+with c2:
+    sample = int(widgets.render_extra(SAMPLE))
+widgets.sync("validation", state.scenario, EXTRAS)
 try:
-    res = run_validation(str(path), sample, code_version())
+    if source == "upload":
+        files = st.file_uploader("Measured CSVs (the schemas of ../shared/data/ppd-measured; up to 50 MiB each)",
+                                 type=["csv"], accept_multiple_files=True, key="val_upload")
+        if not files:
+            st.info("Upload one or more CSVs in the calibration set's schemas (comprehensive, ShareGPT/trace runs, "
+                    "scaling), or pick **bundled**.")
+            st.stop()
+        checked = uploads.check_measured_csvs([(f.name, f.getvalue()) for f in files])
+        res = run_uploaded(tuple(checked), sample, code_version())
+    else:
+        if not MEASURED_DEFAULT.is_dir():
+            st.error("The bundled calibration set is not installed on this server (../shared/data/ppd-measured); "
+                     "upload your CSVs instead.")
+            st.stop()
+        res = run_bundled(sample, code_version())
 except (PPDError, OSError, ValueError, KeyError) as exc:
-    st.error(f"Could not validate against {path}: {exc}")
+    st.error(f"Could not validate: {exc}")
     st.stop()
 
 pts: pd.DataFrame = res["points"]
@@ -148,10 +163,10 @@ st.header("Simulated vs measured")
 cols = st.columns(3)
 for col, (key, label) in zip(cols, TARGETS):
     with col:
-        C.chart(scatter_figure(_target_frame(raw, key), label), f"val_scatter_{key}")
+        charts.chart(scatter_figure(_target_frame(raw, key), label), f"val_scatter_{key}")
 st.caption("Turn-2 points of every file (comprehensive Turn 2, ShareGPT Turn 2+, turn-scaling turns ≥ 2). TTFT "
            "p50 only at unsaturated points (measured success ≥ 95 % and TTFT < 1 s). "
-           + C.defs("ttft", "tpot", "e2e"))
+           + defs("ttft", "tpot", "e2e"))
 with st.expander("Any metric"):
     sim_ok = pts[pts["simulated"].notna()]
     metrics = sorted(sim_ok["metric"].unique(), key=lambda m: list(METRIC_NAMES).index(m) if m in METRIC_NAMES else 99)
@@ -160,7 +175,7 @@ with st.expander("Any metric"):
     turns = sorted(sim_ok["turn"].unique(), key=lambda t: (TURN_ORDER.get(t, 9), t))
     turn = mc2.selectbox("Turn group", turns, index=turns.index("turn2") if "turn2" in turns else 0, key="val_turn")
     sel = sim_ok[(sim_ok["metric"] == metric) & (sim_ok["turn"] == turn)]
-    C.chart(scatter_figure(sel, f"{METRIC_NAMES.get(metric, metric)}, {turn}"), "val_scatter_any")
+    charts.chart(scatter_figure(sel, f"{METRIC_NAMES.get(metric, metric)}, {turn}"), "val_scatter_any")
 
 st.header("Error per layout")
 st.dataframe(mape_table(summary), hide_index=True, width="stretch")
@@ -171,7 +186,7 @@ w = summary["winner_agreement"]
 c1, c2 = st.columns(2)
 with c1:
     if w["agreement"] is not None:
-        st.metric("PD-vs-pD winner on Turn-2 mean TTFT", C.fmt_pct(w["agreement"]), border=True,
+        st.metric("PD-vs-pD winner on Turn-2 mean TTFT", fmt_pct(w["agreement"]), border=True,
                   help="Share of (workload, QPS) pairs where the simulator picks the same winner between a D layout "
                        "and its pD twin as the measurement.")
         st.caption(f"{w['n']} pairs compared.")

@@ -9,7 +9,7 @@ w_tpot, seed vary; 60 conversations so 2 cores cope), waits until the page has s
 is over, nothing is stale, the same numbers on two reads 0.4 s apart), and reads the
 headline cards "Turn 2+ TTFT mean", "Turn 2+ TPOT mean" and "Local share" plus the "Share this view" link.
 Each is compared with ``ppd_core.run(ppd_core.parse(query)).summary`` computed here, formatted as the page
-formats it (``pages/_common.py``: ``fmt_ms`` / ``fmt_pct``). A wrong number that equals another session's
+formats it (``ui/cards.py``: ``fmt_ms`` / ``fmt_pct``). A wrong number that equals another session's
 expected number is reported as a cross-session leak.
 
 The server's RSS (the streamlit process plus its children: the spawned simulation workers) is read with
@@ -64,11 +64,11 @@ def with_size(query: str, conversations: int = CONVERSATIONS) -> str:
 # Expected numbers (the CLI's), formatted as the Explore page formats them
 # --------------------------------------------------------------------------------------------------------
 
-def _fmt_ms(v: float) -> str:          # pages/_common.py fmt_ms
+def _fmt_ms(v: float) -> str:          # ui/cards.py fmt_ms
     return f"{v:,.1f} ms"
 
 
-def _fmt_pct(v: float) -> str:         # pages/_common.py fmt_pct
+def _fmt_pct(v: float) -> str:         # ui/cards.py fmt_pct
     return f"{100 * v:.1f} %"
 
 
