@@ -66,7 +66,7 @@ CARDS = (
     ("KV bytes moved", "kv.bytes", "bytes", True, "kv"),
     ("Success rate", "success_rate", "pct", False, "slo"),
 )
-_FMT = {"ms": fmt_ms, "pct": fmt_pct, "bytes": fmt_bytes}
+_FMT = MappingProxyType({"ms": fmt_ms, "pct": fmt_pct, "bytes": fmt_bytes})
 
 
 def _delta(kind: str, d: float) -> str | None:
