@@ -48,7 +48,8 @@ decode node **pD** (x = 1), or per request on a D node by Eq.1, S = w_ttft·ΔTT
 """)
 
 st.header("1 · A request timeline, PD and PPD side by side")
-st.caption(f"The sidebar scenario with {sc.conversations} conversation(s): PD = {runner.baseline_scenarios(sc)['PD'].layout} "
+pd_layout = runner.baseline_scenarios(sc)["PD"].layout
+st.caption(f"The sidebar scenario with {sc.conversations} conversation(s): PD = {pd_layout} "
            f"(policy pd), PPD = {sc.layout} (policy {sc.policy}). Step through the events to see prefills, KV "
            "transfers and decodes happen. " + cards.defs("ttft", "tpot"))
 

@@ -64,7 +64,8 @@ refs = runner.run_or_stop(lambda: runner.run_points(
     [({"label": "x=0 (policy pd)"}, front_base.with_(policy="pd")),
      ({"label": "x=1 (policy ppd)"}, front_base.with_(policy="ppd"))], "Frontier extremes"))
 charts.chart(charts.frontier_figure(front_df, refs), "sweep_frontier",
-        (note + "  \n" if note else "") + f"w_ttft = {front_base.w_ttft:g}. " + cards.defs("s", "x", "local", "ttft", "tpot"))
+             (note + "  \n" if note else "") + f"w_ttft = {front_base.w_ttft:g}. "
+             + cards.defs("s", "x", "local", "ttft", "tpot"))
 
 st.subheader("Export")
 c1, c2, c3 = st.columns(3)
