@@ -135,6 +135,8 @@ def test_fuzz_query_strings_on_every_page(st_server, page):
             settle(page, timeout_ms=300_000)
             problems += [f"after a slider move: {p}" for p in _check_load(page, st_server, page_path, [], set())]
         failures += [f"load {i} {url[:300]}: {p}" for p in problems]
+        if (i + 1) % 25 == 0:
+            print(f"fuzz: {i + 1}/{LOADS} loads, {len(failures)} problems so far", flush=True)
     rss, nproc = server_rss(server_pid(st_server))
     print(f"fuzz: {LOADS} loads, seed {SEED}; server RSS {rss / 2**20:.0f} MB over {nproc} processes")
     assert not failures, "\n".join(failures[:30])
