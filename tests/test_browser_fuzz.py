@@ -114,6 +114,7 @@ def _check_load(page, base: str, page_path: str, pairs, rejected) -> list[str]:
     return problems
 
 
+@pytest.mark.timeout(max(900, 12 * LOADS))      # long mode: 300 loads take ~25 min on 2 shared cores
 def test_fuzz_query_strings_on_every_page(st_server, page):
     from test_load import server_pid, server_rss
     rng = random.Random(SEED)
