@@ -12,6 +12,8 @@ and lays out results:
 * ``charts``    – Plotly figures of results, and a chart with its PNG download
 * ``timeline``  – the teaching timeline (Gantt of spans, event stepping)
 * ``exports``   – CSV / JSON / PNG downloads
+* ``uploads``   – checks of visitors' uploads (size, name, encoding, schema) before anything reads them
+* ``paper_charts``, ``validation_view`` – the Paper and Validation pages' figures and tables
 
 No module-level mutable state: every per-session value lives in ``st.session_state``, the worker pool in
 ``st.cache_resource``, cached runs in ``st.cache_data`` (Streamlit reruns scripts; module globals would be
