@@ -1,13 +1,13 @@
 """PPD Explorer: Streamlit entry point (`streamlit run app.py`).
 
 A router and frame only: page config, navigation over the scripts in ``pages/`` and a short sidebar note.
-All simulation happens in ``ppd_core``; ``pages/_common.py`` turns widgets into a Scenario and results into
-charts.
+All simulation happens in ``ppd_core``; the ``ui`` package turns widgets into a Scenario, keeps the address bar
+equal to the share link, runs the simulations (one self-healing worker pool) and turns results into charts.
 """
 import streamlit as st
 
 # Streamlit runs this entry script as "__main__". The simulation worker processes (spawned by
-# pages/_common.py) import it as "__mp_main__" while they start: they must not build the app.
+# ui/runner.py) import it as "__mp_main__" while they start: they must not build the app.
 if __name__ == "__main__":
     st.set_page_config(page_title="PPD Explorer", page_icon=":material/hub:", layout="wide",
                        initial_sidebar_state="expanded")

@@ -1,39 +1,37 @@
-"""Advisor: rank layouts x policies for N GPUs over a QPS range and SLOs (ppd_core.advise). Thin page:
-widgets -> AdviseRequest -> cached ppd_core.advise -> ranked table with Explore links + Pareto scatter."""
+"""Advisor: rank layouts x policies for N GPUs over a QPS range and SLOs (ppd_core.analysis.advisor). Thin page:
+widgets -> AdviseRequest -> cached ppd_core.analysis.advisor -> ranked table with Explore links + Pareto scatter."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from ppd_core.analysis import advisor as adv
-from ppd_core.config import catalog
 from ppd_core.config.errors import PPDError
-from ppd_core.config.scenario import Scenario
+from ppd_core.config.scenario import Scenario, parse_lenient
 from ppd_core.analysis.grid import PAPER_QPS
 from ppd_core.workloads.traces import load_trace
-from ppd_core.config.workload_catalog import WORKLOAD_NAMES
+from ui import runner, widgets
+from ui.controls import Control, controls_for
 
-GPU_COUNTS = (1, 2, 4, 8, 16)
-WORKLOADS = tuple(w for w in WORKLOAD_NAMES if w != "trace")
-MAX_PROGRESS_UPDATES = 40
+GPU_COUNTS = ("1", "2", "4", "8", "16")
+#: The Advisor's own URL keys; gpu, model, tp and workload are the shared scenario keys.
+N_GPUS = Control("adv_gpus", "GPUs", "select", options=GPU_COUNTS, default="4")
+CONVS = Control("adv_convs", "Conversations per run", "number", lo=1, hi=2000, step=50, default=200,
+                help="Fewer is faster; the ranking needs a few hundred.")
+QPS = Control("adv_qps", "QPS range (conversations/s)", "multi", options=tuple(PAPER_QPS), default=(1, 2, 4, 8))
+SLO_TTFT = Control("adv_slo_ttft", "TTFT SLO (ms)", "number", lo=1.0, hi=1e6, step=10.0, default=200.0)
+SLO_TPOT = Control("adv_slo_tpot", "TPOT SLO (ms)", "number", lo=1.0, hi=1e6, step=1.0, default=30.0)
+W_TTFT = Control("adv_w_ttft", "Weight of TTFT", "number", lo=0.0, hi=100.0, step=0.5, default=1.0)
+W_TPOT = Control("adv_w_tpot", "Weight of TPOT", "number", lo=0.0, hi=100.0, step=0.5, default=1.0)
+EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def run_advisor(req: adv.AdviseRequest, trace_bytes: bytes | None, trace_name: str) -> adv.Advice:
     """The advisor run; its progress bar is created here, so a cache hit replays it (ending empty)."""
     trace = load_trace(trace_bytes, name=trace_name) if trace_bytes is not None else None
-    bar = st.progress(0.0, text="Simulating candidates…")
-    step = [0]
-
-    def progress(done: int, total: int) -> None:
-        if done >= total or done * MAX_PROGRESS_UPDATES >= (step[0] + 1) * total:
-            step[0] = done * MAX_PROGRESS_UPDATES // max(total, 1)
-            bar.progress(done / max(total, 1), text=f"Simulating candidates… {done:,}/{total:,} runs")
-
-    try:
+    with runner.Progress("Simulating candidates") as progress:
         return adv.advise(req, trace=trace, progress=progress)
-    finally:
-        bar.empty()
 
 
 def pareto_figure(ranked) -> go.Figure:
@@ -61,28 +59,34 @@ st.caption("Which layout and Turn 2+ policy for your GPUs, workload and SLOs? Ev
            "runs at every QPS; the score is the weighted Turn 2+ SLO attainment averaged over the QPS range, "
            "and a candidate below 95 % success at any QPS ranks last.")
 
-gpus, models = tuple(catalog.gpus()), tuple(catalog.models())
+ctrls = controls_for("advise")
+state = widgets.carry_scenario("advise", EXTRAS)
+widgets.show_warnings(state.warnings)
 with st.form("advise_form"):
     c1, c2, c3, c4 = st.columns(4)
-    n_gpus = c1.selectbox("GPUs", GPU_COUNTS, index=GPU_COUNTS.index(4), key="adv_gpus")
-    tp = c1.selectbox("Tensor parallel (GPUs per node)", ("1", "2", "4", "8"), key="adv_tp")
-    gpu = c2.selectbox("GPU", gpus, index=gpus.index("H100-SXM") if "H100-SXM" in gpus else 0, key="adv_gpu")
-    model = c2.selectbox("Model", models, index=models.index("Llama-3.1-8B") if "Llama-3.1-8B" in models else 0,
-                         key="adv_model")
-    workload = c3.selectbox("Workload", WORKLOADS, index=WORKLOADS.index("sharegpt"), key="adv_workload")
-    conversations = c3.number_input("Conversations per run", min_value=1, max_value=2000, value=200, step=50,
-                                    key="adv_convs", help="Fewer is faster; the ranking needs a few hundred.")
-    qps = c4.multiselect("QPS range (conversations/s)", PAPER_QPS, default=[1, 2, 4, 8], key="adv_qps")
+    n_gpus = int(widgets.render_extra(N_GPUS, c1))
+    widgets.render_control(ctrls["tp"], c1, in_form=True)
+    widgets.render_control(ctrls["gpu"], c2, in_form=True)
+    widgets.render_control(ctrls["model"], c2, in_form=True)
+    widgets.render_control(ctrls["workload"], c3, in_form=True)
+    conversations = int(widgets.render_extra(CONVS, c3))
+    qps = widgets.render_extra(QPS, c4)
     s1, s2, s3, s4 = st.columns(4)
-    slo_ttft = s1.number_input("TTFT SLO (ms)", min_value=1.0, max_value=1e6, value=200.0, step=10.0,
-                               key="adv_slo_ttft")
-    slo_tpot = s2.number_input("TPOT SLO (ms)", min_value=1.0, max_value=1e6, value=30.0, step=1.0,
-                               key="adv_slo_tpot")
-    w_ttft = s3.number_input("Weight of TTFT", min_value=0.0, max_value=100.0, value=1.0, step=0.5, key="adv_w_ttft")
-    w_tpot = s4.number_input("Weight of TPOT", min_value=0.0, max_value=100.0, value=1.0, step=0.5, key="adv_w_tpot")
+    slo_ttft = float(widgets.render_extra(SLO_TTFT, s1))
+    slo_tpot = float(widgets.render_extra(SLO_TPOT, s2))
+    w_ttft = float(widgets.render_extra(W_TTFT, s3))
+    w_tpot = float(widgets.render_extra(W_TPOT, s4))
     upload = st.file_uploader("Your own trace (optional; replaces the workload): ShareGPT/WildChat JSON, Mooncake "
-                              "JSONL or CSV", type=["json", "jsonl", "csv"], key="adv_trace")
+                              "JSONL or CSV (up to 50 MiB)", type=["json", "jsonl", "csv"], key="adv_trace")
     submitted = st.form_submit_button("Run advisor", type="primary", icon=":material/travel_explore:")
+
+# the shared scenario keys as the form holds them; the address bar follows (the other keys are carried)
+shared = state.scenario.with_(**{k: parse_lenient({k: st.session_state.get(k)})[0].to_dict()[k] for k in ctrls})
+widgets.sync("advise", shared, EXTRAS)
+infeasible = widgets.feasibility_note(shared, st)
+if infeasible:
+    st.session_state.pop("adv_inputs", None)
+    st.stop()
 
 if submitted:
     try:
@@ -90,9 +94,9 @@ if submitted:
         trace_name = upload.name if upload is not None else "trace"
         if trace_bytes is not None:
             load_trace(trace_bytes, name=trace_name)          # a bad file: one line naming the line
-        base = Scenario(gpu=gpu, model=model, tp=tp, conversations=int(conversations),
-                        workload="trace" if trace_bytes is not None else workload)
-        req = adv.AdviseRequest(int(n_gpus), base, tuple(qps), slo_ttft, slo_tpot, w_ttft, w_tpot)
+        base = Scenario(gpu=shared.gpu, model=shared.model, tp=shared.tp, conversations=conversations,
+                        workload="trace" if trace_bytes is not None else shared.workload)
+        req = adv.AdviseRequest(n_gpus, base, tuple(qps), slo_ttft, slo_tpot, w_ttft, w_tpot)
         adv.plan(req)                                         # refuse oversized plans before running
     except PPDError as exc:
         st.session_state.pop("adv_inputs", None)
@@ -105,11 +109,7 @@ if inputs is None:
     st.info("Pick the inputs and press **Run advisor**.")
     st.stop()
 
-try:
-    advice = run_advisor(*inputs)
-except PPDError as exc:
-    st.error(str(exc))
-    st.stop()
+advice = runner.run_or_stop(lambda: run_advisor(*inputs), "Advisor")
 
 ranked = advice.ranked
 best = ranked.iloc[0]

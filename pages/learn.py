@@ -1,30 +1,35 @@
 """Learn: prefill, decode, KV cache, PD, append-prefill and PPD, each illustrated from the simulator."""
 import streamlit as st
 
-from pages import _common as C
+from ui import cards, charts, runner, timeline, widgets
+from ui.controls import Control, step_control
 
-PREFILLS = C.Control("learn_prefills", "Prefills inserted into the decode batch", "radio", options=("1", "2", "4"),
+PREFILLS = Control("learn_prefills", "Prefills inserted into the decode batch", "radio", options=("1", "2", "4"),
                      default="1", help="How many prefills join the decode batch at once (paper Fig.2: 1, Fig.7: 4).")
-PREFILL_TOKENS = C.Control("learn_prefill_tokens", "New tokens per prefill", "select_slider",
+PREFILL_TOKENS = Control("learn_prefill_tokens", "New tokens per prefill", "select_slider",
                            options=("128", "256", "512", "1024", "2048", "4096"), default="1024")
-CACHED_TOKENS = C.Control("learn_cached_tokens", "Cached context of the append-prefill", "select_slider",
+CACHED_TOKENS = Control("learn_cached_tokens", "Cached context of the append-prefill", "select_slider",
                           options=("512", "1024", "2048", "4096", "8192", "16384", "32768", "65536"), default="2048",
                           help="Tokens already in the decode node's prefix cache (paper Fig.8 varies this).")
 BATCHES = tuple(range(0, 257, 16))
-EXTRA_KEYS = ("learn_step", PREFILLS.key, PREFILL_TOKENS.key, CACHED_TOKENS.key)
+#: The page's own URL keys (the step's range depends on the run; validated as a non-negative integer first).
+EXTRAS = (Control("learn_step", "step", "slider", lo=0, step=1), PREFILLS, PREFILL_TOKENS, CACHED_TOKENS)
 
-state = C.scenario_sidebar("learn", extra_keys=EXTRA_KEYS)
+state = widgets.scenario_sidebar("learn", extras=EXTRAS)
 sc = state.scenario
-C.nav_links(sc, "learn")
+widgets.nav_links(sc, "learn")
 
 st.title("Learn: why PPD serves Turn 2+ on the decode node")
-C.show_warnings(state.warnings)
+widgets.show_warnings(state.warnings)
+if state.infeasible:
+    st.error(f"Nothing to simulate: {state.infeasible}", icon=":material/memory:")
+    st.stop()
 
-kvb = C.kv_bytes_per_token(sc.model)
+kvb = timeline.kv_bytes_per_token(sc.model)
 st.markdown(f"""
 **Prefill** runs the whole prompt through the model at once. It is compute-bound, produces the first output
 token, and leaves behind the **KV cache**: the attention keys and values of every processed token, per layer.
-For {sc.model} that is {kvb:,} bytes per token, so a 2,048-token context holds {C.fmt_bytes(2048 * kvb)} of KV.
+For {sc.model} that is {kvb:,} bytes per token, so a 2,048-token context holds {cards.fmt_bytes(2048 * kvb)} of KV.
 
 **Decode** then generates one token per step for every request in the batch. Each step reads the weights and the
 KV of all running requests: it is memory-bound, and its step time is the **TPOT** users feel while text streams.
@@ -43,31 +48,32 @@ decode node **pD** (x = 1), or per request on a D node by Eq.1, S = w_ttft·ΔTT
 """)
 
 st.header("1 · A request timeline, PD and PPD side by side")
-st.caption(f"The sidebar scenario with {sc.conversations} conversation(s): PD = {C.baseline_scenarios(sc)['PD'].layout} "
+pd_layout = runner.baseline_scenarios(sc)["PD"].layout
+st.caption(f"The sidebar scenario with {sc.conversations} conversation(s): PD = {pd_layout} "
            f"(policy pd), PPD = {sc.layout} (policy {sc.policy}). Step through the events to see prefills, KV "
-           "transfers and decodes happen. " + C.defs("ttft", "tpot"))
+           "transfers and decodes happen. " + cards.defs("ttft", "tpot"))
 
-scenarios = C.run_or_stop(lambda: C.baseline_scenarios(sc))
+scenarios = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
 shown = {"PD": scenarios["PD"], "PPD": sc}
 with st.spinner("Simulating the timeline…"):
-    runs = {name: C.run_or_stop(lambda s=s: C.simulate(s, record_spans=True)) for name, s in shown.items()}
+    runs = {name: runner.run_or_stop(lambda s=s: runner.simulate(s, record_spans=True)) for name, s in shown.items()}
 spans = {name: r["spans"] for name, r in runs.items()}
-events = C.timeline_events(spans)
+events = timeline.timeline_events(spans)
 n_ev = len(events)
 t_end = float(events[-1]) if n_ev else 0.0
 
-step_ctrl = C.step_control(n_ev)
+step_ctrl = step_control(n_ev)
 b1, b2, b3 = st.columns([1, 1, 6])
-b1.button("◀ Previous", on_click=C.move_step, args=(-1, n_ev), key="_learn_prev", width="stretch")
-b2.button("Next ▶", on_click=C.move_step, args=(1, n_ev), key="_learn_next", width="stretch")
+b1.button("◀ Previous", on_click=widgets.move_step, args=(-1, n_ev), key="_learn_prev", width="stretch")
+b2.button("Next ▶", on_click=widgets.move_step, args=(1, n_ev), key="_learn_next", width="stretch")
 with b3:
-    step = C.render_extra(step_ctrl) if n_ev > 1 else 0
+    step = widgets.render_extra(step_ctrl) if n_ev > 1 else 0
 t_now = float(events[min(int(step), n_ev - 1)]) if n_ev else 0.0
-C.chart(C.gantt_figure(spans, t_now, t_end), "learn_gantt",
+charts.chart(timeline.gantt_figure(spans, t_now, t_end), "learn_gantt",
         "Red: prefill (a full prefill on P, an append-prefill on D/pD), purple: KV transfer over the link, "
         "blue: decode, orange: mixed iterations (a prefill chunk batched with decodes). Hover a bar for its "
         "conversation(s).")
-lines = C.event_lines(spans, t_now)
+lines = timeline.event_lines(spans, t_now)
 st.markdown(f"**Event {int(step) + 1} of {n_ev} at t = {t_now * 1e3:,.1f} ms**  \n" +
             ("  \n".join(lines) if lines else "_nothing starts or ends exactly here_"))
 
@@ -82,19 +88,19 @@ with st.expander("Per-request numbers of this timeline"):
 st.header("2 · Interference: what a prefill does to the decodes batched with it")
 st.caption("Decode TPOT of a batch that starts together with inserted prefills, full (no cache) or append "
            "(new tokens on a cached context), from the simulator's performance model for "
-           f"{sc.gpu} / {sc.model} / tp={sc.tp} (the paper's Fig.2 micro-benchmark). " + C.defs("tpot"))
+           f"{sc.gpu} / {sc.model} / tp={sc.tp} (the paper's Fig.2 micro-benchmark). " + cards.defs("tpot"))
 c1, c2, c3 = st.columns(3)
 with c1:
-    n_prefills = int(C.render_extra(PREFILLS))
+    n_prefills = int(widgets.render_extra(PREFILLS))
 with c2:
-    p_tokens = int(C.render_extra(PREFILL_TOKENS))
+    p_tokens = int(widgets.render_extra(PREFILL_TOKENS))
 with c3:
-    c_tokens = int(C.render_extra(CACHED_TOKENS))
-curve = C.run_or_stop(lambda: C.interference_curve(sc, BATCHES, n_prefills, p_tokens, c_tokens))
-C.chart(C.interference_figure(curve, n_prefills, p_tokens, c_tokens), "learn_interference",
+    c_tokens = int(widgets.render_extra(CACHED_TOKENS))
+curve = runner.run_or_stop(lambda: runner.interference_curve(sc, BATCHES, n_prefills, p_tokens, c_tokens))
+charts.chart(charts.interference_figure(curve, n_prefills, p_tokens, c_tokens), "learn_interference",
         "The percentages at the right end are the slowdown against decode-only at the largest batch. The paper "
         "measured about +48 % (full) vs +2 % (append) for one 1,024-token prefill at batch 200 on an H100.")
 
-C.share_box(sc, "learn", C.extras_in_url([step_ctrl, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS]))
+widgets.share_box("learn", sc, (step_ctrl, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS))
 
-C.start_workers()      # after the results are on screen: later changes run side by side
+runner.start_workers()      # after the results are on screen: later changes run side by side

@@ -13,6 +13,7 @@ after every wave (contexts closed), samples its peak during each wave, and sums 
 of the browser per wave. Prints the machine, every session, and per wave the median / max times.
 
     .venv/bin/python scripts/bench_load.py [--sessions 8] [--waves 2] [--conversations 60] [--no-charts]
+                                           [--fault-waves 2]
 
 This is a benchmark, not a test (``tests/test_load.py`` asserts; this reports). Exit status 1 only if a session
 showed wrong numbers or none.
@@ -113,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conversations", type=int, default=L.CONVERSATIONS, help="conversations per run (default 60)")
     ap.add_argument("--no-charts", action="store_true", help="do not wait for the charts (numbers only)")
     ap.add_argument("--timeout", type=float, default=240.0, help="per-session timeout in s (default 240)")
+    ap.add_argument("--fault-waves", type=int, default=0,
+                    help="then N waves with a fault: 7 sessions load and move a slider (pool runs) while one "
+                         "picks a model that does not fit and a simulation worker is killed by its PID")
     args = ap.parse_args(argv)
 
     print(machine())
@@ -146,6 +150,18 @@ def main(argv: list[str] | None = None) -> int:
 
         L.run_waves(url, waves, timeout_s=args.timeout, charts=not args.no_charts, between=between)
         state["sampler"].__exit__(None, None, None)
+        fault_rows = []
+        for i in range(args.fault_waves):
+            queries = wave_queries(i, 7, args.conversations)
+            queries.append(L.with_size(L.FAULT_QUERY, args.conversations))
+            t0 = time.perf_counter()
+            with L.RssSampler(pid) as sampler:
+                sessions, killed = L.run_fault_wave(url, queries, pid, timeout_s=args.timeout)
+            time.sleep(1.0)
+            rss, n = L.server_rss(pid)
+            fault_rows.append({"wave": i + 1, "wall": time.perf_counter() - t0, "killed": killed, "rss": rss,
+                               "nproc": n, "peak": max(sampler.peak, rss),
+                               "problems": L.check_fault_wave(sessions)})
         breakdown = []
         for p in tree(pid):
             try:
@@ -179,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
               f"peak during {r['peak'] / MB:.0f} MB; "
               f"{'all correct' if not L.check_sessions(ss, want) else 'WRONG NUMBERS'}")
         prev = r["rss"]
+    for r in fault_rows:
+        bad += len(r["problems"])
+        print(f"fault wave {r['wave']}: 7 sessions + 1 infeasible model, worker {r['killed']} killed; wave wall "
+              f"{r['wall']:.1f} s; RSS after {r['rss'] / MB:.0f} MB ({r['nproc']} processes), peak "
+              f"{r['peak'] / MB:.0f} MB; " + ("all correct" if not r["problems"] else "; ".join(r["problems"])))
     print("server processes at the end: " + "; ".join(breakdown))
     return 1 if bad else 0
 

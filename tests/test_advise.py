@@ -167,8 +167,8 @@ def _page() -> AppTest:
     at.switch_page("pages/advise.py")
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    at.selectbox(key="adv_gpus").set_value(2)
-    at.selectbox(key="adv_workload").set_value("small_tiny")
+    at.selectbox(key="adv_gpus").set_value("2")
+    at.selectbox(key="workload").set_value("small_tiny")      # a shared scenario key
     at.number_input(key="adv_convs").set_value(4)
     at.multiselect(key="adv_qps").set_value([1, 4])
     return at
@@ -205,11 +205,12 @@ def test_page_trace_upload_good_and_bad():
 
 def test_page_reports_a_refused_run_in_one_line():
     at = _page()
-    at.selectbox(key="adv_model").set_value("Llama-3.1-70B")
+    at.selectbox(key="model").set_value("Llama-3.1-70B")
     at.button[0].click().run()
     assert not at.exception and not at.dataframe
     assert len(at.error) == 1 and "do not fit" in at.error[0].value and "\n" not in at.error[0].value
-    at.selectbox(key="adv_tp").set_value("2")
-    at.selectbox(key="adv_gpus").set_value(1)
+    assert "smallest TP that fits is tp=4" in at.error[0].value          # said before running
+    at.selectbox(key="tp").set_value("4")
+    at.selectbox(key="adv_gpus").set_value("2")
     at.button[0].click().run()
     assert at.error[0].value.startswith("n_gpus:")

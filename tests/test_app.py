@@ -187,13 +187,13 @@ def test_huge_query_string():
 
 
 def test_exports():
-    from pages import _common as C
+    from ui import exports, runner
     sc = Scenario(conversations=40)
-    results = {name: C.simulate(s) for name, s in ppd_core.baselines(sc).items()}
-    df = pd.read_csv(io.BytesIO(C.records_csv(results)))
+    results = {name: runner.simulate(s) for name, s in ppd_core.baselines(sc).items()}
+    df = pd.read_csv(io.BytesIO(exports.records_csv(results)))
     assert set(df["system"]) == {"PPD", "PD", "Replica"}
     assert {"ttft_ms", "tpot_ms", "e2e_ms", "path", "turn"} <= set(df.columns)
-    payload = json.loads(C.summary_json(results, "http://x/?conversations=40"))
+    payload = json.loads(exports.summary_json(results, "http://x/?conversations=40"))
     assert payload["systems"]["PPD"]["groups"] == json.loads(json.dumps(ppd_core.run(sc).summary))["groups"]
     at = _app()
     labels = [d.label for d in at.download_button]
@@ -205,8 +205,8 @@ def test_png_export_with_kaleido():
     chromium_or_fail()
     os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
     import plotly.graph_objects as go
-    from pages import _common as C
-    png = C.png_bytes(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).update_layout(height=300))
+    from ui import exports
+    png = exports.png_bytes(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).update_layout(height=300))
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -288,8 +288,8 @@ def test_page_links_carry_the_scenario():
 def test_worker_pool_path(monkeypatch):
     """The server default: the scenario and its baselines run side by side in spawned worker processes."""
     monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "2")
-    from pages import _common as C
-    workers = C.worker_pool(2)
+    from ui import runner
+    workers = runner.worker_pool(2)
     for f in workers.warmup:
         f.result(timeout=120)
     assert workers.ready

@@ -9,7 +9,7 @@ w_tpot, seed vary; 60 conversations so 2 cores cope), waits until the page has s
 is over, nothing is stale, the same numbers on two reads 0.4 s apart), and reads the
 headline cards "Turn 2+ TTFT mean", "Turn 2+ TPOT mean" and "Local share" plus the "Share this view" link.
 Each is compared with ``ppd_core.run(ppd_core.parse(query)).summary`` computed here, formatted as the page
-formats it (``pages/_common.py``: ``fmt_ms`` / ``fmt_pct``). A wrong number that equals another session's
+formats it (``ui/cards.py``: ``fmt_ms`` / ``fmt_pct``). A wrong number that equals another session's
 expected number is reported as a cross-session leak.
 
 The server's RSS (the streamlit process plus its children: the spawned simulation workers) is read with
@@ -19,6 +19,7 @@ same scenario as a benchmark and prints the figures; it imports the helpers belo
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import threading
 import time
@@ -64,11 +65,11 @@ def with_size(query: str, conversations: int = CONVERSATIONS) -> str:
 # Expected numbers (the CLI's), formatted as the Explore page formats them
 # --------------------------------------------------------------------------------------------------------
 
-def _fmt_ms(v: float) -> str:          # pages/_common.py fmt_ms
+def _fmt_ms(v: float) -> str:          # ui/cards.py fmt_ms
     return f"{v:,.1f} ms"
 
 
-def _fmt_pct(v: float) -> str:         # pages/_common.py fmt_pct
+def _fmt_pct(v: float) -> str:         # ui/cards.py fmt_pct
     return f"{100 * v:.1f} %"
 
 
@@ -370,3 +371,187 @@ def test_8_concurrent_sessions_get_their_own_numbers_and_memory_is_bounded(st_se
     assert max(rss) < RSS_MAX, report
     assert rss[2] - rss[1] < GROWTH_MAX, report
     assert nproc[1] <= nproc[0], report        # no new processes (e.g. a worker pool per session) in wave 2
+
+
+# --------------------------------------------------------------------------------------------------------
+# Load with a fault (issue #8.8): one session picks a model that does not fit, a worker is killed mid-wave
+# --------------------------------------------------------------------------------------------------------
+
+FAULT_QUERY = "model=Llama-3.1-70B&layout=2P_2D&seed=9"
+MOVE_JS = """
+() => {
+  const s = [...document.querySelectorAll('[data-testid="stSlider"]')]
+    .find(e => e.innerText.includes('conversation arrival rate'));
+  const t = s && s.querySelector('input[type="range"], [role="slider"]');
+  if (t) t.focus();
+  return !!t;
+}
+"""
+
+
+def moved(query: str) -> str:
+    """The query after one ArrowRight on the QPS slider (step 0.1)."""
+    sc = ppd_core.parse(query)
+    return "&".join(f"{k}={v}" for k, v in sc.with_(qps=round(sc.qps + 0.1, 6)).to_params().items())
+
+
+async def _settle_numbers(page, s: Session, timeout_s: float, not_equal: dict | None = None) -> dict | None:
+    deadline, last, first_seen = time.perf_counter() + timeout_s, None, 0.0
+    while time.perf_counter() < deadline:
+        snap = await page.evaluate(READ_JS)
+        nums = {k: snap[k] for k in NUMBERS} if _settled(snap) else None
+        if nums is not None and not_equal is not None and nums["link"] == not_equal["link"]:
+            nums = None
+        if nums is not None and nums == last:
+            if time.perf_counter() - first_seen >= 0.4:
+                return nums
+        else:
+            last, first_seen = nums, time.perf_counter()
+        await asyncio.sleep(0.2)
+    s.error = f"not settled after {timeout_s:.0f} s"
+    return None
+
+
+async def _drive_fault(context, base: str, s: Session, start: asyncio.Event, moving: list, timeout_s: float) -> None:
+    """Open ``s.query``; a normal session then moves the QPS slider once (that run goes to the worker pool)
+    and reads the numbers again (``s.log[0]`` holds them as repr); the fault session waits for its one line."""
+    page = await context.new_page()
+    page.set_default_timeout(timeout_s * 1000)
+    await start.wait()
+    try:
+        await page.goto(f"{base}/?{s.query}", wait_until="domcontentloaded")
+        if s.query.startswith(FAULT_QUERY):
+            deadline = time.perf_counter() + timeout_s
+            while time.perf_counter() < deadline:
+                snap = await page.evaluate(READ_JS)
+                if snap["state"] == "notRunning" and any("smallest TP that fits" in a for a in snap["alerts"]):
+                    s.shown = {k: snap[k] for k in NUMBERS}
+                    return
+                await asyncio.sleep(0.3)
+            s.error = "no 'does not fit' line"
+            return
+        s.shown = await _settle_numbers(page, s, timeout_s)
+        if s.shown is None:
+            return
+        await page.wait_for_timeout(500)        # the session's pool start (after its results) has been sent
+        assert await page.evaluate(MOVE_JS)
+        moving.append(s.query)
+        await page.keyboard.press("ArrowRight")
+        after = await _settle_numbers(page, s, timeout_s, not_equal=s.shown)
+        if after is not None:
+            s.log.append(repr(after))
+    except Exception as exc:            # noqa: BLE001
+        s.error = f"{type(exc).__name__}: {exc}"
+
+
+def worker_pids(server: int) -> list[int]:
+    """The server's spawned simulation workers (not the multiprocessing resource tracker)."""
+    import psutil
+    out = []
+    for p in psutil.Process(server).children(recursive=True):
+        try:
+            cmd = " ".join(p.cmdline())
+        except psutil.Error:
+            continue
+        if "spawn_main" in cmd:
+            out.append(p.pid)
+    return out
+
+
+def run_fault_wave(base: str, queries: list[str], server: int, kill_after_moving: int = 3,
+                   timeout_s: float = 240.0) -> tuple[list[Session], list[int]]:
+    """One wave: every session opens its query; the normal ones then move a slider (pool runs); when
+    ``kill_after_moving`` sessions have moved, one simulation worker is killed by its PID."""
+    import signal
+
+    from playwright.async_api import async_playwright
+
+    from conftest import CHROMIUM, CHROMIUM_ARGS
+    killed: list[int] = []
+
+    async def main() -> list[Session]:
+        sessions = [Session(q) for q in queries]
+        moving: list[str] = []
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            contexts = [await browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in sessions]
+            start = asyncio.Event()
+
+            async def killer() -> None:
+                while len(moving) < kill_after_moving:
+                    await asyncio.sleep(0.1)
+                pids = worker_pids(server)
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+
+            try:
+                tasks = [asyncio.create_task(_drive_fault(c, base, s, start, moving, timeout_s))
+                         for c, s in zip(contexts, sessions)]
+                k = asyncio.create_task(killer())
+                await asyncio.sleep(0.2)
+                start.set()
+                await asyncio.wait_for(asyncio.gather(*tasks), timeout=timeout_s * 2 + 60)
+                k.cancel()
+            finally:
+                for c in contexts:
+                    await c.close()
+                await browser.close()
+        return sessions
+
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.setdefault("out", asyncio.run(main())), daemon=True)
+    t.start()
+    t.join(timeout=timeout_s * 2 + 180)
+    if "out" not in box:
+        raise TimeoutError("fault wave did not finish")
+    return box["out"], killed
+
+
+def check_fault_wave(sessions: list[Session]) -> list[str]:
+    problems = []
+    for s in sessions:
+        tag = f"session {s.query!r}"
+        if s.error or s.shown is None:
+            problems.append(f"{tag}: {s.error}")
+            continue
+        if s.shown["exceptions"]:
+            problems.append(f"{tag}: exception {s.shown['exceptions']}")
+        if s.query.startswith(FAULT_QUERY):
+            lines = [a for a in s.shown["alerts"] if "do not fit" in a]
+            if not lines or any("\n" in a.strip().split("\n\n", 1)[-1] for a in lines):
+                problems.append(f"{tag}: expected the one-line 'do not fit' message, got {s.shown['alerts']}")
+            continue
+        for label, q, got in (("first load", s.query, s.shown),
+                              ("after the slider move", moved(s.query), eval(s.log[0]) if s.log else None)):
+            if got is None:
+                problems.append(f"{tag}: no numbers {label}")
+                continue
+            want = expected(q)
+            if got["alerts"] or got["exceptions"]:
+                problems.append(f"{tag}: alert/exception {label}: {got['alerts'] + got['exceptions']}")
+            for k in ("ttft", "tpot", "local"):
+                if got[k] != want[k]:
+                    problems.append(f"{tag}: {label}: {k} shows {got[k]!r}, CLI says {want[k]!r}")
+    return problems
+
+
+@pytest.mark.browser
+def test_8_sessions_survive_a_failing_scenario_and_a_killed_worker(st_server):
+    from conftest import chromium_or_fail
+    chromium_or_fail()
+    pid = server_pid(st_server)
+    warm, _ = run_fault_wave(st_server, [with_size(WAVE2[0])], pid, kill_after_moving=99, timeout_s=150)
+    assert not check_fault_wave(warm)               # the worker pool exists now
+    rss0 = server_rss(pid)[0]
+    queries = [with_size(q) for q in WAVE1[:7]] + [with_size(FAULT_QUERY)]
+    sessions, killed = run_fault_wave(st_server, queries, pid)
+    time.sleep(1.0)
+    rss1, nproc = server_rss(pid)
+    report = (f"killed worker {killed}; server RSS before {rss0 / 2**20:.0f} MB, after {rss1 / 2**20:.0f} MB "
+              f"({nproc} processes)")
+    print(report)
+    problems = check_fault_wave(sessions)
+    assert killed, "no worker was killed: " + report
+    assert not problems, "\n".join(problems) + "\n" + report
+    assert rss1 < RSS_MAX and rss1 - rss0 < 3 * GROWTH_MAX, report

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from ppd_core.config.errors import PPDError
 from streamlit.testing.v1 import AppTest
 
 from ppd_core import reproduce as P
@@ -284,7 +286,50 @@ def test_validation_page_full_run_and_point_picker():
     assert math.isfinite(float(row["simulated"].iloc[0]))
 
 
-def test_validation_page_missing_folder_is_a_clear_error():
-    at = _page("pages/validation.py", timeout=60, state={"val_dir": "/no/such/folder"})
-    assert [e.value for e in at.error] and "not found" in at.error[0].value
+def test_validation_page_takes_no_server_path_from_visitors():
+    """No free-text folder: a visitor's ``?val_dir=/etc`` is an unknown parameter, and the only choices are the
+    bundled set or an upload (issue #8.6)."""
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params["val_dir"] = "/etc"
+    at.query_params["val_source"] = "upload"
+    at.switch_page("pages/validation.py")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.text_input
+    assert any("`val_dir`" in w.value and "unknown" in w.value for w in at.warning)
+    assert at.radio(key="val_source").options == ["bundled", "upload"]
+    assert "val_dir" not in at.query_params and at.query_params["val_source"] == "upload"
     assert not at.get("plotly_chart")
+
+
+def _upload_page():
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params["val_source"] = "upload"
+    at.switch_page("pages/validation.py")
+    return at.run()
+
+
+def test_validation_upload_is_size_and_schema_checked():
+    from ui import uploads
+    at = _upload_page()
+    at.file_uploader(key="val_upload").set_value([("passwd.csv", b"root:x:0:0\n", "text/csv")]).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "passwd.csv" in at.error[0].value and "columns not in" in at.error[0].value
+    with pytest.raises(PPDError, match="over the cap of 50 MiB"):
+        uploads.check_measured_csvs([("big.csv", b"config,scope,turn\n" + b"x" * (50 * 2**20))])
+    with pytest.raises(PPDError, match="only .csv"):
+        uploads.check_measured_csvs([("../../etc/passwd", b"a,b\n")])
+    with pytest.raises(PPDError, match="not valid UTF-8"):
+        uploads.check_measured_csvs([("x.csv", b"\xff\xfe")])
+
+
+@pytest.mark.skipif(not HAVE_MEASURED, reason="../shared/data/ppd-measured not present locally (present in CI)")
+def test_validation_upload_of_the_documented_schema_runs():
+    lines = (MEASURED / "sharegpt.csv").read_bytes().splitlines(keepends=True)
+    data = b"".join(lines[:9])                       # the header and 8 measured rows
+    at = _upload_page()
+    at.number_input(key="val_sample").set_value(2)
+    at.file_uploader(key="val_upload").set_value([("mine.csv", data, "text/csv")]).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.get("plotly_chart")

@@ -1,4 +1,4 @@
-"""Trace import (ppd_core.traces): the three formats, every refusal, caps, bytes/path equivalence, digest."""
+"""Trace import (ppd_core.workloads.traces): the three formats, every refusal, caps, bytes/path equivalence, digest."""
 from __future__ import annotations
 
 import io

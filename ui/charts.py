@@ -1,0 +1,201 @@
+"""Plotly figures of results (results -> figures only), and a chart with its PNG download."""
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ppd_core.config.scenario import Scenario
+
+from .exports import png_bytes
+
+SYSTEM_COLORS = MappingProxyType({"PPD": "#1f77b4", "PD": "#ff7f0e", "Replica": "#2ca02c"})
+SYSTEMS = ("PPD", "PD", "Replica")
+KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
+                                "mixed": "#ff7f0e"})
+
+
+def _ecdf(values: pd.Series, max_points: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    v = np.sort(values.dropna().to_numpy(dtype=float))
+    if v.size == 0:
+        return v, v
+    y = np.arange(1, v.size + 1) / v.size
+    if v.size > max_points:
+        idx = np.unique(np.linspace(0, v.size - 1, max_points).astype(int))
+        v, y = v[idx], y[idx]
+    return v, y
+
+
+def _system_name(name: str, scenarios: Mapping[str, Scenario]) -> str:
+    return f"{name} ({scenarios[name].layout})"
+
+
+def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str,
+               title: str, log_x: bool = True) -> go.Figure:
+    """CDF of ``metric``: Turn 2+ solid, Turn 1 dotted, one colour per system, on one axis (every extra
+    subplot costs the browser a noticeable redraw on each slider move)."""
+    fig = go.Figure()
+    for name, r in results.items():
+        rec = r["records"]
+        ok = rec[rec["status"] == "ok"]
+        for turn, mask, dash in (("Turn 2+", ok["turn"] >= 2, None), ("Turn 1", ok["turn"] == 1, "dot")):
+            x, y = _ecdf(ok.loc[mask, metric], max_points=200)
+            fig.add_trace(go.Scatter(
+                x=x, y=y, mode="lines", name=f"{_system_name(name, scenarios)} · {turn}", legendgroup=name,
+                line=dict(color=SYSTEM_COLORS.get(name), shape="hv", dash=dash, width=2 if dash is None else 1.5),
+                hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + f"{name} {turn}" + "</extra>"))
+    if log_x:
+        vals = pd.concat([r["records"][metric] for r in results.values()]).dropna()
+        vals = vals[vals > 0]
+        ticks = _log_ticks(float(vals.min()), float(vals.max())) if len(vals) else []
+        fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", tickvals=ticks,
+                         ticktext=[f"{t:,g}" for t in ticks])
+    else:
+        fig.update_xaxes(title_text=f"{title} (ms)")
+    fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%")
+    fig.update_layout(title=f"{title} distribution (CDF): Turn 2+ solid, Turn 1 dotted", height=380,
+                      margin=dict(t=60, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.22))
+    return fig
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Readable log-axis ticks: 1-2-5 steps over at most two decades, else one tick per decade."""
+    lo_e, hi_e = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1, 2, 5) if hi_e - lo_e <= 2 else (1,)
+    ticks = [m * 10.0 ** e for e in range(lo_e, hi_e + 1) for m in steps]
+    return [t for t in ticks if lo / 1.5 <= t <= hi * 1.5]
+
+
+def by_turn_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str = "ttft_ms",
+                   title: str = "TTFT") -> go.Figure:
+    """Mean (solid) and p90 (dotted) of ``metric`` per turn index, one colour per system."""
+    fig = go.Figure()
+    for name, r in results.items():
+        rec = r["records"]
+        ok = rec[rec["status"] == "ok"]
+        if ok.empty:
+            continue
+        g = ok.groupby("turn")[metric]
+        stats = pd.DataFrame({"mean": g.mean(), "p90": g.quantile(0.9), "n": g.size()})
+        stats = stats[stats["n"] >= 3]
+        color = SYSTEM_COLORS.get(name)
+        fig.add_trace(go.Scatter(x=stats.index, y=stats["mean"], mode="lines+markers",
+                                 name=f"{_system_name(name, scenarios)} mean", line=dict(color=color),
+                                 customdata=stats["n"], legendgroup=name,
+                                 hovertemplate="turn %{x}: %{y:.1f} ms (n=%{customdata})<extra>" + name + "</extra>"))
+        fig.add_trace(go.Scatter(x=stats.index, y=stats["p90"], mode="lines", name=f"{name} p90",
+                                 line=dict(color=color, dash="dot"), legendgroup=name,
+                                 hovertemplate="turn %{x}: p90 %{y:.1f} ms<extra>" + name + "</extra>"))
+    fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted)", height=380,
+                      margin=dict(t=60, b=40, l=50, r=10), xaxis_title="turn index (turns with ≥ 3 requests)",
+                      yaxis_title=f"{title} (ms, log scale)", yaxis_type="log", yaxis_dtick=1,
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, log_x: bool = False) -> go.Figure:
+    """p50 line with a p10-p90 band (go.Scatter fill="tonexty") per system. ``df`` has columns
+    system, ``x``, ``{metric}_p10/_p50/_p90``."""
+    fig = go.Figure()
+    for name in [s for s in SYSTEMS if s in set(df["system"])]:
+        d = df[df["system"] == name].sort_values(x)
+        color = SYSTEM_COLORS.get(name, "#444")
+        rgba = _rgba(color, 0.18)
+        fig.add_trace(go.Scatter(x=d[x], y=d[f"{metric}_p90"], mode="lines", line=dict(width=0),
+                                 showlegend=False, legendgroup=name, hoverinfo="skip", name=f"{name} p90"))
+        fig.add_trace(go.Scatter(x=d[x], y=d[f"{metric}_p10"], mode="lines", line=dict(width=0), fill="tonexty",
+                                 fillcolor=rgba, showlegend=False, legendgroup=name, hoverinfo="skip",
+                                 name=f"{name} p10–p90"))
+        fig.add_trace(go.Scatter(x=d[x], y=d[f"{metric}_p50"], mode="lines+markers", name=f"{name} p50",
+                                 line=dict(color=color), legendgroup=name,
+                                 customdata=np.stack([d[f"{metric}_p10"], d[f"{metric}_p90"]], axis=-1),
+                                 hovertemplate=f"{x_title} %{{x}}: p50 %{{y:.1f}} ms "
+                                               "(p10 %{customdata[0]:.1f}, p90 %{customdata[1]:.1f})<extra>"
+                                               + name + "</extra>"))
+    fig.update_layout(title=title, height=360, margin=dict(t=60, b=40, l=50, r=10), xaxis_title=x_title,
+                      yaxis_title=f"Turn 2+ {metric.split('_')[0].upper()} (ms)",
+                      legend=dict(orientation="h", y=-0.25))
+    if log_x:
+        ticks = sorted(set(df[x]))
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    return fig
+
+
+def frontier_figure(df: pd.DataFrame, refs: pd.DataFrame | None = None) -> go.Figure:
+    """Turn 2+ TTFT vs TPOT (mean, and p50 dotted) as w_tpot goes 0 -> 6, each point labelled with its local
+    share; ``refs`` (column ``label``) adds the x=0 and x=1 extremes as reference markers."""
+    d = df.sort_values("w_tpot").reset_index(drop=True)
+    # one label per distinct operating point (several weights often give the same decisions)
+    key = d[["tpot_mean", "ttft_mean"]].round(6).apply(tuple, axis=1)
+    labels = []
+    for i, k in enumerate(key):
+        same = d.loc[key == k, "w_tpot"]
+        first = same.index[0] == i
+        span = f"{same.min():g}" if len(same) == 1 else f"{same.min():g}–{same.max():g}"
+        labels.append(f"w_tpot {span}: local {100 * d.loc[i, 'local_share']:.0f}%" if first else "")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=d["tpot_mean"], y=d["ttft_mean"], mode="lines+markers+text", text=labels,
+                             textposition="top center", textfont=dict(size=11), name="PPD mean (w_tpot 0 → 6)",
+                             line=dict(color=SYSTEM_COLORS["PPD"]), customdata=np.stack(
+                                 [d["w_tpot"], 100 * d["local_share"]], axis=-1),
+                             hovertemplate="w_tpot %{customdata[0]:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms, "
+                                           "local %{customdata[1]:.0f}%<extra>mean</extra>"))
+    fig.add_trace(go.Scatter(x=d["tpot_ms_p50"], y=d["ttft_ms_p50"], mode="lines+markers", name="PPD p50",
+                             line=dict(color=SYSTEM_COLORS["PPD"], dash="dot"), customdata=d["w_tpot"],
+                             hovertemplate="w_tpot %{customdata:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms"
+                                           "<extra>p50</extra>"))
+    if refs is not None and len(refs):
+        fig.add_trace(go.Scatter(x=refs["tpot_mean"], y=refs["ttft_mean"], mode="markers+text",
+                                 text=refs["label"], textposition="bottom center", name="extremes (mean)",
+                                 marker=dict(symbol="x", size=11, color="#555"),
+                                 hovertemplate="%{text}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms<extra></extra>"))
+    fig.update_layout(title="Weights frontier: Turn 2+ TTFT vs TPOT as w_tpot goes 0 → 6", height=440,
+                      margin=dict(t=60, b=40, l=50, r=10), xaxis_title="Turn 2+ TPOT (ms)",
+                      yaxis_title="Turn 2+ TTFT (ms)", legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def interference_figure(df: pd.DataFrame, n_prefills: int, prefill_tokens: int, cached_tokens: int) -> go.Figure:
+    labels = {"none": "decode only", "full": f"+{n_prefills} full prefill ({prefill_tokens} tok, no cache)",
+              "append": f"+{n_prefills} append-prefill ({prefill_tokens} tok on {cached_tokens} cached)"}
+    colors = {"none": "#7f7f7f", "full": KIND_COLORS["prefill"], "append": KIND_COLORS["decode"]}
+    fig = go.Figure()
+    for kind in ("none", "full", "append"):
+        d = df[df["kind"] == kind]
+        fig.add_trace(go.Scatter(x=d["batch"], y=d["tpot_ms"], mode="lines+markers", name=labels[kind],
+                                 line=dict(color=colors[kind], dash="dot" if kind == "none" else None),
+                                 hovertemplate="batch %{x}: %{y:.2f} ms<extra>" + kind + "</extra>"))
+    # annotate the slowdown at the largest batch
+    last = df["batch"].max()
+    base = df[(df["batch"] == last) & (df["kind"] == "none")]["tpot_ms"]
+    for kind in ("full", "append"):
+        v = df[(df["batch"] == last) & (df["kind"] == kind)]["tpot_ms"]
+        if len(base) and len(v) and base.iloc[0] > 0:
+            pct = 100 * (v.iloc[0] / base.iloc[0] - 1)
+            fig.add_annotation(x=last, y=v.iloc[0], text=f"{pct:+.0f}%", showarrow=False, xanchor="left",
+                               font=dict(color=colors[kind]))
+    fig.update_layout(title="Interference: decode TPOT vs batch size with a prefill in the batch", height=400,
+                      margin=dict(t=60, b=40, l=50, r=40), xaxis_title="decode batch size (requests)",
+                      yaxis_title="decode TPOT (ms)", legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def chart(fig: go.Figure, key: str, caption: str | None = None, filename: str | None = None) -> None:
+    """A Plotly chart with its metric definitions and a PNG download (rendered on click)."""
+    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+    if caption:
+        st.caption(caption)
+    st.download_button("PNG", data=lambda: png_bytes(fig), file_name=filename or f"{key}.png", mime="image/png",
+                       key=f"png_{key}", on_click="ignore", icon=":material/download:")

@@ -1,0 +1,220 @@
+"""Drawing the controls: the scenario sidebar, page-only controls, warnings, the share box and the
+"weights do not fit" note. URL handling is ``urlstate``'s; this module only turns widgets into a Scenario."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import streamlit as st
+
+from ppd_core.model import feasibility
+from ppd_core.config.layout import LAYOUT_CATEGORY
+from ppd_core.config.scenario import SPEC, Scenario, parse_lenient, render_value
+
+from . import urlstate
+from .controls import ADVANCED, GROUPS, Control, clamp_to_widget, controls_for, link_presets, to_widget
+
+SIZE_KEYS = ("conversations", "turns", "qps", "arrival_window_s")
+
+
+def _on_change(key: str) -> None:
+    """Widget callback: refuse a value that makes the scenario invalid (free text, size caps) and keep the
+    last good one, with a one-line warning shown on the next run; canonicalise accepted free text."""
+    good: dict = st.session_state.get("_good") or {}
+    if key not in good:
+        return
+    values = dict(good)
+    values[key] = st.session_state.get(key)
+    sc, problems = parse_lenient({k: v for k, v in values.items() if k in SPEC})
+    bad = [p for p in problems if p.key == key or key in SIZE_KEYS]
+    if bad:
+        shown = urlstate.short(st.session_state.get(key))
+        st.session_state[key] = good[key]
+        st.session_state["_flash"] = list(st.session_state.get("_flash") or []) + [
+            f"`{key}`: {shown!r} refused ({urlstate.problem_text(bad[0], 200)}); kept {render_value(good[key])}."]
+    elif key in SPEC and isinstance(values[key], str):
+        canonical = render_value(getattr(sc, key))
+        if canonical != values[key]:
+            st.session_state[key] = canonical       # e.g. layout 3P_1pD_2R -> 2R_3P_1pD, slo "200, 100" -> 100,200
+
+
+def _preset(bw: float, lat: float) -> None:
+    st.session_state["bandwidth_gbps"] = bw
+    st.session_state["link_latency_us"] = lat
+
+
+def render_control(ctrl: Control, where: Any, in_form: bool = False) -> Any:
+    """Draw one control; its key is the URL key (its value is seeded by ``urlstate.begin``)."""
+    common: dict = dict(key=ctrl.key, help=ctrl.help_text())
+    if not in_form:                                 # a form allows no callbacks but its submit button's
+        common.update(on_change=_on_change, args=(ctrl.key,))
+    label = ctrl.full_label()
+    default = ctrl.default_value
+    if ctrl.kind == "slider":
+        return where.slider(label, min_value=ctrl.lo, max_value=ctrl.hi, value=default, step=ctrl.step,
+                            format=ctrl.fmt, **common)
+    if ctrl.kind == "number":
+        return where.number_input(label, min_value=ctrl.lo, max_value=ctrl.hi, value=default, step=ctrl.step,
+                                  format=ctrl.fmt, **common)
+    if ctrl.kind == "select":
+        opts = ctrl.choices()
+        return where.selectbox(label, opts, index=opts.index(default), **common)
+    if ctrl.kind == "radio":
+        opts = ctrl.choices()
+        return where.radio(label, opts, index=opts.index(default), horizontal=True, **common)
+    if ctrl.kind == "select_slider":
+        return where.select_slider(label, options=ctrl.choices(), value=default, **common)
+    if ctrl.kind == "layout":
+        cur = st.session_state.get(ctrl.key)
+        opts = tuple(ctrl.options) + ((cur,) if cur and cur not in ctrl.options else ())
+        return where.selectbox(label, opts, index=opts.index(default), accept_new_options=True, **common)
+    if ctrl.kind == "floats":
+        return where.text_input(label, value=default, **common)
+    raise ValueError(f"unknown control kind {ctrl.kind!r}")
+
+
+def feasibility_note(sc: Scenario, where: Any = None) -> str | None:
+    """The "weights do not fit" message (with the smallest TP that fits) next to the Model/TP controls."""
+    bad = feasibility.check(sc)
+    if bad is None:
+        return None
+    (where or st.sidebar).error(bad.message, icon=":material/memory:")
+    return bad.message
+
+
+@dataclass(frozen=True)
+class PageState:
+    scenario: Scenario
+    warnings: tuple[str, ...]
+    infeasible: str | None = None          # the hardware cannot hold the model: show this, not charts
+
+
+def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bool = True) -> PageState:
+    """Validate the URL, draw every scenario control in the sidebar, write the canonical link to the address
+    bar, and return the Scenario (with the warnings to show)."""
+    ctrls = controls_for(page)
+    arrival = urlstate.begin(page, ctrls, extras)
+    flash = list(st.session_state.pop("_flash", None) or [])
+    sb = st.sidebar
+    infeasible_slot = None
+    for title, keys in GROUPS:
+        sb.markdown(f"**{title}**")
+        for k in keys:
+            render_control(ctrls[k], sb)
+            if k == "bandwidth_gbps" and show_presets:
+                cols = sb.columns(2)
+                for i, (name, bw, lat) in enumerate(link_presets()):
+                    cols[i % 2].button(f"{name} {render_value(bw)}", key=f"_preset_{name}", on_click=_preset,
+                                       args=(bw, lat), width="stretch",
+                                       help=f"Preset {name}: sets {render_value(bw)} GB/s and "
+                                            f"{render_value(lat)} us link latency (data/links.json).")
+            if k == "tp":
+                infeasible_slot = sb.empty()
+            if k == "layout":
+                cat = LAYOUT_CATEGORY.get(str(st.session_state.get("layout")), "")
+                if cat:
+                    sb.caption(f"Paper category: {cat}")
+    with sb.expander("Advanced", expanded=False):
+        for k in ADVANCED:
+            render_control(ctrls[k], st)
+    values = {k: st.session_state.get(k) for k in ctrls}     # the SLO lists are text; the Scenario parses them
+    sc, problems = parse_lenient(values)
+    st.session_state["_good"] = {k: to_widget(c, getattr(sc, k)) for k, c in ctrls.items()}
+    urlstate.write(page, sc, extras)
+    msg = feasibility_note(sc, infeasible_slot.container() if infeasible_slot is not None else None)
+    warns = _dedupe(flash + list(arrival.warnings) + [f"`{p.key}`: {urlstate.problem_text(p)}" for p in problems])
+    return PageState(sc, tuple(warns), msg)
+
+
+def carry_scenario(page: str, extras: Sequence[Control] = ()) -> PageState:
+    """For pages without the scenario sidebar (Paper, Validation): validate the URL, keep the scenario keys
+    (canonical) so navigation brings them back, and write the address bar. Controls of ``extras`` are the
+    page's own (drawn by the page with ``render_extra``; call ``sync`` after them)."""
+    arrival = urlstate.begin(page, controls_for(page), extras)
+    if arrival.external:
+        st.session_state["_carried"] = arrival.scenario
+    sc = st.session_state.get("_carried") or Scenario()
+    urlstate.write(page, sc, extras)
+    return PageState(sc, arrival.warnings)
+
+
+def sync(page: str, sc: Scenario, extras: Sequence[Control] = ()) -> str:
+    """After the page-only controls rendered: the address bar follows them. Returns the share link."""
+    query = urlstate.write(page, sc, extras)
+    return urlstate.link("" if page == "explore" else page, query)
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen, out = set(), []
+    for i in items:
+        if i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out
+
+
+def show_warnings(ws: Sequence[str]) -> None:
+    for w in ws[:urlstate.MAX_WARNINGS + 1]:
+        st.warning(f"Parameter {w}", icon="⚠️")
+    if len(ws) > urlstate.MAX_WARNINGS + 1:
+        st.warning(f"… and {len(ws) - urlstate.MAX_WARNINGS - 1} more rejected parameters.", icon="⚠️")
+
+
+def share_box(page: str, sc: Scenario, extras: Sequence[Control] = ()) -> str:
+    """The visible 'share this view' link: exactly what ``urlstate.write`` put in the address bar."""
+    url = sync(page, sc, extras)
+    with st.container(border=True):
+        st.markdown("**Share this view** — opening the link restores these controls and numbers "
+                    "(the URL keys are the `ppd_core` scenario keys; the address bar shows the same link).")
+        st.code(url, language=None, wrap_lines=True)
+        st.caption("Same numbers on the command line:")
+        st.code(urlstate.cli_command(sc), language="bash", wrap_lines=True)
+    return url
+
+
+def render_extra(ctrl: Control, where: Any = st) -> Any:
+    """Draw a page-only control (seeded by ``urlstate.begin``); a value out of the current range (e.g.
+    fewer events after a scenario change) is clamped into it."""
+    if ctrl.key in st.session_state and ctrl.kind == "slider":
+        v = st.session_state[ctrl.key]
+        if isinstance(v, (int, float)) and not (ctrl.lo <= v <= ctrl.hi):
+            st.session_state[ctrl.key] = clamp_to_widget(ctrl, v)
+    kw = dict(key=ctrl.key, help=ctrl.help_text())
+    if ctrl.kind == "slider":
+        return where.slider(ctrl.label, min_value=ctrl.lo, max_value=ctrl.hi, value=ctrl.default,
+                            step=ctrl.step, **kw)
+    if ctrl.kind == "select_slider":
+        return where.select_slider(ctrl.label, options=ctrl.choices(), value=ctrl.default, **kw)
+    if ctrl.kind == "radio":
+        opts = ctrl.choices()
+        return where.radio(ctrl.label, opts, index=opts.index(ctrl.default), horizontal=True, **kw)
+    if ctrl.kind == "toggle":
+        return where.toggle(ctrl.label, value=ctrl.default, **kw)
+    if ctrl.kind == "number":
+        return where.number_input(ctrl.label, min_value=ctrl.lo, max_value=ctrl.hi, value=ctrl.default,
+                                  step=ctrl.step, **kw)
+    if ctrl.kind == "select":
+        opts = ctrl.choices()
+        return where.selectbox(ctrl.label, opts, index=opts.index(ctrl.default), **kw)
+    if ctrl.kind == "multi":
+        return where.multiselect(ctrl.label, ctrl.choices(), default=list(ctrl.default), **kw)
+    raise ValueError(f"unsupported page control kind {ctrl.kind!r}")
+
+
+def move_step(delta: int, n_events: int) -> None:
+    cur = int(st.session_state.get("learn_step", n_events - 1))
+    st.session_state["learn_step"] = min(max(cur + delta, 0), max(n_events - 1, 0))
+
+
+def nav_links(sc: Scenario, here: str) -> None:
+    """Sidebar links that carry this scenario to the other pages (the sidebar navigation does too)."""
+    st.sidebar.markdown("**Open this scenario in**")
+    params = sc.to_params()
+    for path, label in (("pages/explore.py", "Explore"), ("pages/sweep.py", "Sweep"), ("pages/learn.py", "Learn"),
+                        ("pages/advise.py", "Advisor")):
+        if path.endswith(f"{here}.py"):
+            continue
+        p = dict(params)
+        if here == "learn" or path.endswith("learn.py"):
+            p.pop("conversations", None)     # the Learn page shows a handful of conversations, not a run size
+        st.sidebar.page_link(path, label=label, query_params=p)
