@@ -40,6 +40,7 @@ def format_summary(s: dict) -> str:
               f"(link utilization {s['kv']['link_utilization']:.1%})",
               f"simulated {s['sim']['simulated_s']:,.1f} s with {s['sim']['events']:,} events in "
               f"{s['sim']['wall_s']:.3f} s wall"]
+    lines += [f"warning: {w}" for w in s.get("warnings", ())]
     return "\n".join(lines)
 
 
