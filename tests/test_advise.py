@@ -154,6 +154,7 @@ def test_cli_with_a_trace(tmp_path, capsys):
     assert main(["advise", "--gpus", "2", "--qps", "2", "--trace", str(f), "--top", "2"]) == 0
     text = capsys.readouterr().out
     assert "workload=trace" in text and "cannot carry the trace" in text
+    assert "warning: the ranking rests on as few as 2 Turn 2+ requests in a run (fewer than 100)" in text
     f.write_bytes(TRACE_CSV + b"c,1,,x,5\n")
     assert main(["advise", "--gpus", "2", "--trace", str(f)]) == 2
     err = capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,12 @@ from ppd_core.workloads.traces import (
     UNASSIGNED_ARRIVAL,
     assign_arrivals,
     detect_format,
+    describe_replay,
     estimate_tokens,
+    import_trace,
     load_trace,
+    native_rate,
+    time_scale,
     trace_digest,
 )
 from ppd_core.workloads import Conversation, Turn
@@ -56,6 +61,33 @@ def mooncake(*reqs: tuple) -> str:
     """Lines from (timestamp_ms, input_length, output_length, hash_ids)."""
     return "".join(json.dumps({"timestamp": t, "input_length": i, "output_length": o, "hash_ids": h}) + "\n"
                    for t, i, o, h in reqs)
+
+
+def mooncake_shaped(convs: list[tuple[int, list[tuple[int, int]]]], block: int = 512, gap_ms: int = 30_000) -> str:
+    """A trace in the public Mooncake shape from (start ms, [(new input, output), ...]) per conversation.
+
+    Turn k's prompt is the whole history plus its new input. Every request has ceil(input / block) hash
+    ids: its full blocks, then (if the input is not a multiple of block) one partial block whose id is
+    fresh each time. Block 0 is a shared system prompt (id 0 in every request of >= block tokens); the
+    other full blocks are the conversation's own and stay the same from turn to turn. Turns are gap_ms
+    apart; lines are in timestamp order, so conversations interleave.
+    """
+    ids = iter(range(1, 10**9))
+    reqs = []
+    for start, turns in convs:
+        blocks: list[int] = []   # the conversation's full blocks so far
+        ctx = 0
+        for k, (new_in, out) in enumerate(turns):
+            length = ctx + new_in
+            n_full = length // block
+            while len(blocks) < n_full:
+                blocks.append(next(ids) if blocks else 0)
+            partial = [next(ids)] if length % block else []
+            reqs.append((start + k * gap_ms, length, out, blocks[:n_full] + partial))
+            ctx = length + out
+    reqs.sort(key=lambda r: r[0])
+    assert all(len(h) == -(-i // block) for _, i, _, h in reqs)   # the Mooncake invariant
+    return mooncake(*reqs)
 
 
 CSV_HEADER = "conversation,turn,arrival,input_tokens,output_tokens\n"
@@ -164,32 +196,75 @@ def test_sharegpt_message_token_cap() -> None:
 
 # ---- Mooncake ------------------------------------------------------------------------------------------
 
-def test_mooncake_groups_by_hash_prefix(tmp_path: Path) -> None:
+def test_mooncake_shape_recovers_interleaved_conversations() -> None:
+    rng = random.Random(5)
+    convs, t = [], 0
+    for i in range(40):
+        if i % 4 == 0:   # multi-turn: turn 1 has >= 2 full blocks (a shorter one cannot be told from block 0)
+            turns = [(rng.randint(1024, 4000), rng.randint(1, 800))] + \
+                    [(rng.randint(1, 900), rng.randint(1, 800)) for _ in range(rng.randint(1, 11))]
+        else:            # one-turn requests sharing only block 0 (some have no second full block at all)
+            turns = [(rng.randint(512, 6000), rng.randint(1, 800))]
+        convs.append((t, turns))
+        t += rng.randint(0, 4000)   # turns are 30 s apart: conversations interleave
+    got, stats = import_trace(mooncake_shaped(convs).encode(), name="mc.jsonl")
+    assert shape(got) == [((start - convs[0][0]) / 1000, turns) for start, turns in convs]
+    n_req = sum(len(turns) for _, turns in convs)
+    assert (stats.requests, stats.conversations, stats.continuations) == (n_req, 40, n_req - 40)
+    assert stats.multi_turn == 10 and stats.max_turns == max(len(turns) for _, turns in convs)
+    assert stats.first_block_only == 39 and stats.length_rejected == 0   # all but the first share block 0
+    assert stats.block_tokens == 512 and "ceil(input / 512)" in stats.block_note
+    assert stats.time_unit == "ms" and "documented" in stats.time_unit_note
+    text = stats.describe()
+    assert f"{n_req} requests -> 40 conversations" in text and "up to" in text and "full 512-token blocks" in text
+    assert "39 requests share only the first block" in text
+
+
+def test_mooncake_block_size_detected_or_given() -> None:
+    convs = [(0, [(300, 10), (40, 10), (50, 10)]), (500, [(280, 5)]), (900, [(400, 20), (70, 5)])]
+    text = mooncake_shaped(convs, block=128).encode()
+    got, stats = import_trace(text)
+    assert stats.block_tokens == 128 and "detected" in stats.block_note
+    assert [len(c.turns) for c in got] == [3, 1, 2]
+    got, stats = import_trace(text, block_tokens=512)   # the wrong size, given: full blocks are input // 512
+    assert stats.block_tokens == 512 and "given" in stats.block_note and len(got) == 6
+    with pytest.raises(TraceError, match=r"^t: block size 0 is not allowed; must be an integer in \[1, "):
+        import_trace(text, name="t", block_tokens=0)
+
+
+def test_mooncake_continuation_rule_edges() -> None:
     text = mooncake(
-        (5000, 1000, 100, [1, 2]),            # conversation A starts (t = 0 s after the shift)
-        (5500, 700, 50, [1, 3]),              # shares block 1 only: a new conversation B
-        (9000, 1500, 60, [1, 2, 4]),          # A turn 2: new input 1500 - 1000 - 100 = 400
-        (9100, 800, 10, [1, 3, 5]),           # B turn 2: 800 - 700 - 50 = 50
-        (9200, 800, 10, [1, 3, 5]),           # same ids as B's last: not a proper prefix -> new conversation C
-        (9300, 900, 20, [1, 3, 5, 6]),        # continues C (the most recent of B and C with ids [1, 3, 5])
-        (12000, 1000, 30, [1, 2, 4, 7, 8]),   # A turn 3: shorter than A's history -> max(1, ...) = 1
-        (13000, 300, 40, []),                 # no hash ids: its own conversation D
-        (14000, 350, 40, [9]),                # E
+        (0, 1100, 100, [0, 1, 2]),              # A: full blocks [0, 1]
+        (1000, 1600, 50, [0, 1, 3, 4]),         # A turn 2 (1600 >= 1100 + 100): full blocks [0, 1, 3]
+        (2000, 1100, 10, [0, 1, 5]),            # B: a branch of A's first turn (its tail is now [0, 1, 3])
+        (3000, 1200, 10, [0, 1, 6]),            # B turn 2: extends B's [0, 1] (A's tail no longer matches)
+        (4000, 1000, 10, [0, 7]),               # one full block only: never continued
+        (5000, 2200, 10, [0, 1, 3, 8, 9]),      # A turn 3: A's [0, 1, 3] is longer than B's [0, 1]
+        (6000, 1205, 10, [0, 1, 10]),           # extends B's [0, 1] but 1205 < 1200 + 10: a new conversation
+        (7000, 1100, 5, [0, 7, 11]),            # starts with the one-block request's ids: not merged
     )
-    convs = load_trace(write(tmp_path, "m.jsonl", text))
-    assert shape(convs) == [
-        (0.0, [(1000, 100), (400, 60), (1, 30)]),
-        (0.5, [(700, 50), (50, 10)]),
-        (4.2, [(800, 10), (90, 20)]),
-        (8.0, [(300, 40)]),
-        (9.0, [(350, 40)]),
+    got, stats = import_trace(text.encode())
+    assert shape(got) == [
+        (0.0, [(1100, 100), (400, 50), (550, 10)]),
+        (2.0, [(1100, 10), (90, 10)]),
+        (4.0, [(1000, 10)]),
+        (6.0, [(1205, 10)]),
+        (7.0, [(1100, 5)]),
     ]
-    assert detect_format(text.encode()) == "mooncake"
+    # a request too short for the longest match falls back to a shorter one that it does cover
+    fallback = mooncake((0, 1100, 10, [0, 1, 2]), (1, 1600, 500, [0, 1, 3, 4]), (2, 1100, 10, [0, 1, 5]),
+                        (3, 1700, 5, [0, 1, 3, 6]))   # A's [0, 1, 3] needs 2100; B's [0, 1] needs 1110
+    assert shape(load_trace(fallback.encode(), time_unit="s")) == [(0.0, [(1100, 10), (490, 500)]),
+                                                                   (2.0, [(1100, 10), (590, 5)])]
+    assert stats.length_rejected == 1 and stats.continuations == 3
+    # the most recent of two open conversations with the same full blocks
+    twins = mooncake((0, 1100, 10, [0, 1, 2]), (1, 1100, 20, [0, 1, 3]), (2, 1200, 5, [0, 1, 4]))
+    assert shape(load_trace(twins.encode())) == [(0.0, [(1100, 10)]), (0.001, [(1100, 20), (80, 5)])]
 
 
 def test_mooncake_sorts_by_timestamp_and_accepts_integral_floats() -> None:
-    text = mooncake((2000, 600.0, 10, [1, 2, 3]), (1000, 500, 20, [1, 2]), (1500, 40, 5, [7]))
-    assert shape(load_trace(text.encode())) == [(0.0, [(500, 20), (80, 10)]), (0.5, [(40, 5)])]
+    text = mooncake((2000, 1700.0, 10, [1, 2, 3, 4]), (1000, 1500, 20, [1, 2, 3]), (1500, 40, 5, [7]))
+    assert shape(load_trace(text.encode())) == [(0.0, [(1500, 20), (180, 10)]), (0.5, [(40, 5)])]
 
 
 def test_mooncake_empty_hash_ids_never_chain() -> None:
@@ -227,10 +302,49 @@ def test_mooncake_bad_lines(line: str, needle: str) -> None:
 
 
 def test_mooncake_turn_cap() -> None:
-    reqs = [(k, 10 + 20 * k, 5, list(range(k + 1))) for k in range(64)]
-    assert len(load_trace(mooncake(*reqs).encode())[0].turns) == 64
-    err = refused_at(mooncake(*reqs, (64, 2000, 5, list(range(65)))), 65)
+    assert len(load_trace(mooncake_shaped([(0, [(1100, 5)] + [(100, 5)] * 63)], gap_ms=1).encode())[0].turns) == 64
+    err = refused_at(mooncake_shaped([(0, [(1100, 5)] + [(100, 5)] * 64)], gap_ms=1), 65)
     assert "more than 64 turns" in str(err) and "line 1" in str(err)
+
+
+def test_mooncake_time_units() -> None:
+    reqs = [(k * 2, 600, 5, [0, k + 1]) for k in range(101)]   # 101 one-turn requests over 200 units
+    text = mooncake(*reqs).encode()
+    convs, stats = import_trace(text)
+    assert convs[-1].arrival_s == 0.2 and stats.time_unit == "ms" and "--time-unit" in stats.describe()
+    assert "arrivals span 0.2 s" in stats.describe()   # the assumption and its consequence are printed
+    convs, stats = import_trace(text, time_unit="s")
+    assert convs[-1].arrival_s == 200.0 and "timestamps in s (given)" in stats.describe()
+    assert import_trace(text, time_unit=" US ")[0][-1].arrival_s == pytest.approx(2e-4)
+    # seconds with fractions are not silently milliseconds
+    err = refused_at(mooncake((0, 600, 5, [0]), (0.5, 600, 5, [1]), (1.25, 600, 5, [2])), 2)
+    assert "timestamp 0.5 has a fraction" in str(err) and "s, ms or us" in str(err)
+    assert load_trace(mooncake((0, 600, 5, [0]), (0.5, 600, 5, [1])).encode(), time_unit="s")[1].arrival_s == 0.5
+    for bad in ("min", "", 1, None.__class__):
+        with pytest.raises(TraceError, match=r"^m\.jsonl: time unit .* is not allowed; allowed: s, ms, us$"):
+            load_trace(text, name="m.jsonl", time_unit=bad)
+    # the day cap applies in seconds, after the unit
+    load_trace(mooncake((0, 5, 5, [1]), (86_400, 5, 5, [2])).encode(), time_unit="s")
+    with pytest.raises(TraceError, match="line 2: arrival 86401 s is past the cap"):
+        load_trace(mooncake((0, 5, 5, [1]), (86_401, 5, 5, [2])).encode(), time_unit="s")
+
+
+def test_csv_time_units() -> None:
+    rows = "a,1,1500,5,5\nb,1,3000,5,5\n"
+    convs, stats = import_trace((CSV_HEADER + rows).encode(), time_unit="ms")
+    assert [c.arrival_s for c in convs] == [1.5, 3.0] and stats.time_unit_note == "given"
+    stats = import_trace((CSV_HEADER + "a,1,1.5,5,5\n").encode())[1]
+    assert stats.time_unit == "s" and "documented" in stats.time_unit_note
+    ms_header = CSV_HEADER.replace("arrival", "arrival_ms")
+    convs, stats = import_trace((ms_header + rows).encode())
+    assert [c.arrival_s for c in convs] == [1.5, 3.0] and "arrival_ms column" in stats.time_unit_note
+    assert load_trace((ms_header + rows).encode(), time_unit="ms") == convs
+    with pytest.raises(TraceError, match=r"^t\.csv line 1: the header's arrival_ms column is in ms but the time "
+                                         "unit given is s"):
+        load_trace((ms_header + rows).encode(), name="t.csv", time_unit="s")
+    err = refused_at("conversation,turn,arrival,arrival_s,input_tokens,output_tokens\na,1,1,1,5,5\n", 1)
+    assert "2 arrival columns" in str(err)
+    assert import_trace((CSV_HEADER + "a,1,,5,5\n").encode(), time_unit="ms")[1].time_unit is None
 
 
 def test_mooncake_span_cap() -> None:
@@ -331,18 +445,18 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         load_trace(str(tmp_path))
 
 
-def test_conversation_and_request_caps(monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = "".join(f"c{i},1,0,5,5\n" for i in range(20_001))
-    err = refused_at(CSV_HEADER + rows, 20_002)
-    assert "more than 20000 conversations" in str(err)
-    assert len(load_trace((CSV_HEADER + rows[: rows.index("c20000")]).encode())) == 20_000
+def test_one_turn_conversations_are_capped_by_requests_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = "".join(f"c{i},1,{i / 100},5,5\n" for i in range(25_000))   # > 20,000: the scenario's cap
+    convs, stats = import_trace((CSV_HEADER + rows).encode())
+    assert len(convs) == stats.conversations == stats.requests == 25_000 and stats.max_turns == 1
+    assert not hasattr(traces, "MAX_TRACE_CONVERSATIONS") and not hasattr(trace_common, "MAX_TRACE_CONVERSATIONS")
+    assert traces.MAX_TRACE_REQUESTS == 200_000
     monkeypatch.setattr(trace_common, "MAX_TRACE_REQUESTS", 3)   # the caps live with the readers
     err = refused_at(mooncake(*[(k, 5, 5, [k]) for k in range(4)]), 4)
     assert "more than 3 requests" in str(err)
-    monkeypatch.setattr(trace_common, "MAX_TRACE_CONVERSATIONS", 2)
     ok = '{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]}\n'
-    err = refused_at(ok * 3, 3)
-    assert "more than 2 conversations" in str(err)
+    assert "more than 3 requests" in str(refused_at(ok * 4, 4))
+    assert "more than 3 requests" in str(refused_at(CSV_HEADER + rows, 5))
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
@@ -396,3 +510,81 @@ def test_digest_stability() -> None:
     assert trace_digest(convs[::-1]) != d
     assert trace_digest((Conversation(0, 0.0, (Turn(10, 20),)), Conversation(1, 0.0, (Turn(5, 6),)))) != \
         trace_digest((Conversation(0, 0.0, (Turn(10, 20), Turn(5, 6))),))
+
+
+# ---- qps as a time scale on timestamped traces ---------------------------------------------------------
+
+def test_qps_scales_a_timestamped_trace() -> None:
+    convs = load_trace(DATA / "example.csv")
+    rate = native_rate(convs)
+    span = convs[-1].arrival_s - convs[0].arrival_s
+    assert rate == pytest.approx((len(convs) - 1) / span)
+    t0 = convs[0].arrival_s
+    for k in (0.5, 1.0, 2.0, 8.0):
+        out = assign_arrivals(convs, qps=k * rate, seed=1)
+        assert time_scale(convs, k * rate) == pytest.approx(k)
+        assert [c.turns for c in out] == [c.turns for c in convs]          # same conversations, same order
+        assert [c.arrival_s - t0 for c in out] == pytest.approx([(c.arrival_s - t0) / k for c in convs])
+        assert native_rate(out) == pytest.approx(k * rate)                 # the run's rate is the qps asked
+        assert assign_arrivals(convs, qps=k * rate, seed=2) == out         # no randomness in a replay
+    assert assign_arrivals(convs, 1.0, 1) != assign_arrivals(convs, 2.0, 1)
+    line = describe_replay(convs, 2 * rate)
+    assert f"load x2 of the trace's own {rate:.4g} conv/s" in line and "k = qps / native rate" in line
+    with pytest.raises(ScenarioError, match=r"^qps: 0\.0001 spreads the trace's 15 conversations over"):
+        assign_arrivals(convs, qps=1e-4, seed=1)
+
+
+def test_qps_on_traces_without_a_rate() -> None:
+    one = (Conversation(0, 3.0, (Turn(1, 1),)),)
+    assert native_rate(one) is None and time_scale(one, 5.0) is None
+    assert assign_arrivals(one, 5.0, 1)[0].arrival_s == 3.0
+    assert "all arrive at once" in describe_replay(one, 5.0)
+    free = load_trace(DATA / "example_sharegpt.json")
+    assert native_rate(free) is None and "20 conversations without a timestamp get Poisson" in \
+        describe_replay(free, 2.0)
+
+
+def test_cli_run_prints_the_import_and_scales_by_qps(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ppd_core.cli import main
+    import pandas as pd
+    arrivals = {}
+    for qps in (1, 4):
+        rec = tmp_path / f"r{qps}.csv"
+        assert main(["run", "--trace", str(DATA / "example_mooncake.jsonl"), f"qps={qps}", "--json",
+                     "--records", str(rec)]) == 0
+        cap = capsys.readouterr()
+        summary = json.loads(cap.out)
+        assert "27 requests -> 12 conversations" in cap.err and "timestamps in ms" in cap.err
+        assert f"qps={qps}: timestamps replayed at qps={qps} conv/s: load x" in cap.err
+        assert "turn2plus: figures rest on 15 requests (fewer than 100); treat them as noisy" in summary["warnings"]
+        df = pd.read_csv(rec)
+        arrivals[qps] = df[df.turn == 1].sort_values("conversation").arrival_s.to_numpy()
+    assert arrivals[1] - arrivals[1][0] == pytest.approx(4 * (arrivals[4] - arrivals[4][0]))
+    assert main(["run", "--trace", str(DATA / "example.csv"), "conversations=5"]) == 0
+    assert "warning: turn2plus: figures rest on 26 requests" in capsys.readouterr().out
+    assert main(["run", "--time-unit", "s"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --time-unit: applies only to a trace; add --trace FILE\n"
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--trace", str(DATA / "example.csv"), "--time-unit", "min"])
+    assert info.value.code == 2 and "invalid choice: 'min' (choose from 's', 'ms', 'us')" in capsys.readouterr().err
+
+
+def test_sample_warnings_only_below_100() -> None:
+    from ppd_core.metrics import MIN_SAMPLE, sample_warnings
+    groups = {"turn1": {"count": 100}, "turn2plus": {"count": 99}, "all": {"count": 0}}
+    assert MIN_SAMPLE == 100
+    assert sample_warnings(groups) == ["turn2plus: figures rest on 99 requests (fewer than 100); treat them as noisy",
+                                       "all: no successful requests; its figures are empty"]
+    assert sample_warnings({"turn2plus": {"count": 1_000}}) == []
+
+
+def test_mooncake_many_open_conversations_with_one_prefix_stay_fast() -> None:
+    import time
+    # 10,000 requests with the same two full blocks, none long enough to continue another: bounded work
+    reqs = [(k, 1100, 10, [0, 1, k + 2]) for k in range(10_000)] + [(10_000, 1200, 5, [0, 1, 3, 7])]
+    start = time.perf_counter()
+    convs, stats = import_trace(mooncake(*reqs).encode())
+    assert time.perf_counter() - start < 10   # unbounded, the 10,000 x 10,000 scan takes minutes
+    assert stats.conversations == 10_000 and stats.length_rejected == 9_999
+    assert convs[-1].turns == (Turn(1100, 10), Turn(90, 5))   # the most recent open one is continued

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 from ..config.errors import ScenarioError
 from ..config.layout import MAX_NODES, Layout, parse_layout
 from ..config.scenario import SPEC, Scenario, _coerce, parse, render_value
-from ..metrics.report import slo_label
+from ..metrics.report import MIN_SAMPLE, slo_label
 from .grid import check_grid_size
 from .progress import Progress
 from .sweep import run_grid
@@ -276,6 +276,10 @@ def advise(req: AdviseRequest, *, trace=None, executor: str = "local", scheduler
     if req.base.workload == "trace":
         notes.append("workload=trace: the Explore links cannot carry the trace (open them from the CLI with "
                      "--trace FILE)")
+    counts = runs["turn2plus.count"].dropna() if "turn2plus.count" in runs else ()
+    if len(counts) and counts.min() < MIN_SAMPLE:
+        notes.append(f"warning: the ranking rests on as few as {int(counts.min())} Turn 2+ requests in a run "
+                     f"(fewer than {MIN_SAMPLE}); treat it as noisy")
     a = runs.attrs
     notes.append(f"{len(runs):,} runs: {a['simulated']:,} simulated, {a['cache_hits']:,} from the cache")
     return Advice(req, rank(req, cands, runs), runs, tuple(notes))

@@ -87,8 +87,9 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
     executor: ``local`` (a ``WorkerPool`` over ``workers`` processes, default all local cores) or ``dask``
     (``distributed.Client(scheduler)``, or a small ``LocalCluster`` when ``scheduler`` is None).
     progress: called as ``progress(done, total)`` (cache hits count as done at once).
-    trace: the conversations of ``workload=trace`` scenarios (``traces.load_trace``); arrivals the trace
-    lacks are drawn per scenario with ``traces.assign_arrivals(trace, qps, seed)``.
+    trace: the conversations of ``workload=trace`` scenarios (``traces.load_trace``); each scenario times
+    them with ``traces.assign_arrivals(trace, qps, seed)``: timestamps scaled to ``qps`` conv/s, Poisson
+    arrivals where the trace has none.
     check: called with every ``RunResult`` in the worker (tests pass their invariant checker); cache hits
     are not re-checked, so pass ``cache=False`` to check every run.
     params: latency-model parameters for every run (the disk cache is then not used).

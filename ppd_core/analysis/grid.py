@@ -102,7 +102,7 @@ def flatten(summary: Mapping[str, Any]) -> dict[str, Any]:
             flat[prefix[:-1]] = math.nan if x is None else x
 
     for k, v in summary.items():
-        if k != "scenario":
+        if k not in ("scenario", "warnings"):   # warnings: text; the groups' counts are kept
             walk("" if k == "groups" else f"{k}.", v)
     return flat
 

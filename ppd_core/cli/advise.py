@@ -10,7 +10,7 @@ from ..analysis.output import out_format, write_frame
 from ..analysis.progress import TextProgress
 from ..config.errors import ScenarioError
 from ..config.scenario import render_value
-from .common import add_executor_args
+from .common import add_executor_args, add_trace_args, cli_trace
 
 NAME = "advise"
 
@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
     p.add_argument("--slo-tpot-ms", type=float, default=30.0, help="Turn 2+ TPOT SLO threshold (default 30)")
     p.add_argument("--weight-ttft", type=float, default=1.0, help="weight of TTFT attainment in the score")
     p.add_argument("--weight-tpot", type=float, default=1.0, help="weight of TPOT attainment in the score")
-    p.add_argument("--trace", metavar="FILE", help="a trace file as the workload (ShareGPT JSON, Mooncake, CSV)")
+    add_trace_args(p, "a trace file as the workload (ShareGPT JSON, Mooncake, CSV); each QPS scales a "
+                      "timestamped trace's own rate")
     p.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
     p.add_argument("--out", metavar="FILE", help="write every ranked candidate to FILE.csv or FILE.parquet")
     add_executor_args(p)
@@ -76,13 +77,11 @@ def handle(args) -> int:
     if not 1 <= args.top <= 10_000:
         raise ScenarioError("--top", f"{args.top} is out of range; must be an integer in [1, 10000]")
     base = base_from_pairs(args.pairs)
-    trace = None
     if args.trace:
-        from ..workloads.traces import load_trace
-        trace = load_trace(args.trace)
         base = base.with_(workload="trace")
     req = AdviseRequest(args.gpus, base, args.qps, args.slo_ttft_ms, args.slo_tpot_ms, args.weight_ttft,
                         args.weight_tpot)
+    trace = cli_trace(args, req.qps, sys.stderr)
     bar = TextProgress("advise")
     try:
         adv = advise(req, trace=trace, executor=args.executor, scheduler=args.scheduler, workers=args.workers,

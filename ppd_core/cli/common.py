@@ -1,10 +1,15 @@
-"""Shared pieces of the command line: the one-line-error parser and the executor options."""
+"""Shared pieces of the command line: the one-line-error parser, the executor options and the trace options."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 from ..analysis.executors import EXECUTORS
 from ..analysis.pool import MAX_WORKERS
+from ..config.errors import ScenarioError
+from ..workloads.conversation import Conversation
+from ..workloads.trace_common import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
 
 
 class Parser(argparse.ArgumentParser):
@@ -21,3 +26,31 @@ def add_executor_args(p) -> None:
                    help=f"local processes (default: all cores) or LocalCluster workers, 1-{MAX_WORKERS}")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the disk cache ($PPD_CACHE_DIR or .cache/sweeps)")
+
+
+def add_trace_args(p, trace_help: str) -> None:
+    """``--trace FILE`` (``trace_help`` says what the sub-command does with it), ``--time-unit`` and
+    ``--block-tokens``."""
+    p.add_argument("--trace", metavar="FILE", help=trace_help)
+    p.add_argument("--time-unit", choices=tuple(TIME_UNITS), default=None,
+                   help="unit of the trace's timestamps (default: the format's documented unit, Mooncake "
+                        "integer ms, CSV arrival in s; a Mooncake timestamp with a fraction needs it)")
+    p.add_argument("--block-tokens", type=int, default=None, metavar="N",
+                   help=f"tokens per Mooncake hash id (default: detected, else {MOONCAKE_BLOCK_TOKENS})")
+
+
+def cli_trace(args: Any, qps: Iterable[float], out: TextIO) -> tuple[Conversation, ...] | None:
+    """Import ``args.trace`` (None if not given), printing to ``out`` what the import found and how each
+    qps value times it (``TraceStats.describe``, ``describe_replay``)."""
+    from ..workloads.traces import describe_replay, import_trace
+    if not getattr(args, "trace", None):
+        for flag, value in (("--time-unit", getattr(args, "time_unit", None)),
+                            ("--block-tokens", getattr(args, "block_tokens", None))):
+            if value is not None:
+                raise ScenarioError(flag, "applies only to a trace; add --trace FILE")
+        return None
+    convs, stats = import_trace(args.trace, time_unit=args.time_unit, block_tokens=args.block_tokens)
+    print(stats.describe(), file=out)
+    for q in sorted(set(qps)):
+        print(f"  qps={q:g}: {describe_replay(convs, q)}", file=out)
+    return convs

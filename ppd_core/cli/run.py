@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import sys
+
+from .common import add_trace_args, cli_trace
 
 NAME = "run"
 
@@ -11,7 +14,8 @@ def add_parser(sub) -> None:
     r.add_argument("pairs", nargs="*", help="KEY=VALUE pairs or a whole shared URL")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.add_argument("--records", metavar="CSV", help="also write per-request records to this CSV file")
-    r.add_argument("--trace", metavar="FILE", help="replay a trace file (ShareGPT JSON, Mooncake JSONL, CSV)")
+    add_trace_args(r, "replay a trace file (ShareGPT JSON, Mooncake JSONL, CSV); qps scales a timestamped "
+                      "trace's own rate")
 
 
 def _fmt_ms(x) -> str:
@@ -40,6 +44,7 @@ def format_summary(s: dict) -> str:
               f"(link utilization {s['kv']['link_utilization']:.1%})",
               f"simulated {s['sim']['simulated_s']:,.1f} s with {s['sim']['events']:,} events in "
               f"{s['sim']['wall_s']:.3f} s wall"]
+    lines += [f"warning: {w}" for w in s.get("warnings", ())]
     return "\n".join(lines)
 
 
@@ -47,10 +52,10 @@ def handle(args) -> int:
     from ..analysis.runs import run
     from ..config.scenario import parse
     sc = parse(args.pairs)
-    trace = None
-    if args.trace:
-        from ..workloads.traces import assign_arrivals, load_trace
-        trace = assign_arrivals(load_trace(args.trace), sc.qps, sc.seed)
+    trace = cli_trace(args, [sc.qps], sys.stderr)
+    if trace is not None:
+        from ..workloads.traces import assign_arrivals
+        trace = assign_arrivals(trace, sc.qps, sc.seed)
         if sc.workload != "trace":
             sc = sc.with_(workload="trace")
     res = run(sc, trace)

@@ -8,7 +8,7 @@ from ..analysis.grid import MAX_GRID, PAPER_BASE, PAPER_QPS, expand_grid, paper_
 from ..analysis.output import format_table, out_format, write_frame
 from ..analysis.progress import TextProgress
 from ..analysis.sweep import run_grid
-from .common import add_executor_args
+from .common import add_executor_args, add_trace_args, cli_trace
 
 NAME = "sweep"
 
@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
                         f"{','.join(f'{q:g}' for q in PAPER_QPS)} (3,060 runs) with "
                         + " ".join(f"{k}={v}" for k, v in PAPER_BASE.items()) + "; KEY=V pairs override")
     p.add_argument("--out", metavar="FILE", help="write all rows to FILE.csv or FILE.parquet")
-    p.add_argument("--trace", metavar="FILE", help="replay a trace file (sets workload=trace)")
+    add_trace_args(p, "replay a trace file (sets workload=trace); qps scales a timestamped trace's own rate")
     add_executor_args(p)
 
 
@@ -42,13 +42,11 @@ def handle(args) -> int:
         paper = paper_grid_axes()
         base = {**{k: str(v) for k, v in PAPER_BASE.items()}, **base}
         axes = {**{k: v for k, v in paper.items() if k not in base}, **axes}
-    trace = None
     if args.trace:
-        from ..workloads.traces import load_trace
-        trace = load_trace(args.trace)
         base["workload"] = "trace"
         axes.pop("workload", None)
     grid = expand_grid(base, axes)
+    trace = cli_trace(args, [sc.qps for sc in grid], sys.stderr)
     bar = TextProgress("sweep")
     try:
         df = run_grid(grid, executor=args.executor, scheduler=args.scheduler, workers=args.workers,

@@ -2,8 +2,9 @@
 ``simulate_scenario`` (workload -> simulator -> these results)."""
 from __future__ import annotations
 
-from .report import RECORD_COLUMNS, is_finite_summary, node_table, records, slo_label, spans, summary
+from .report import (MIN_SAMPLE, RECORD_COLUMNS, is_finite_summary, node_table, records, sample_warnings, slo_label,
+                     spans, summary)
 from .result import RunResult, simulate_scenario
 
-__all__ = ["RECORD_COLUMNS", "is_finite_summary", "node_table", "records", "slo_label", "spans", "summary",
+__all__ = ["MIN_SAMPLE", "RECORD_COLUMNS", "sample_warnings", "is_finite_summary", "node_table", "records", "slo_label", "spans", "summary",
            "RunResult", "simulate_scenario"]

@@ -99,6 +99,7 @@ def summary(sim, df: pd.DataFrame) -> dict:
     return {
         "scenario": sc.to_dict(),
         "groups": groups,
+        "warnings": sample_warnings(groups),
         "slo_attainment": slo,
         "success_rate": _r(ok.mean()) if attempted else 0.0,
         "throughput": {"requests_per_s": _r(ok.sum() / duration), "tokens_per_s": _r(tokens / duration)},
@@ -107,6 +108,17 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "local_share": _r(local),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
     }
+
+
+MIN_SAMPLE = 100   # a group's figures resting on fewer successful requests than this carry a warning
+
+
+def sample_warnings(groups: dict, min_n: int = MIN_SAMPLE) -> list[str]:
+    """One warning per group of the summary with fewer than ``min_n`` successful requests (none: its
+    figures are empty, and for Turn 2+ so is the SLO attainment, shown as 0)."""
+    return [f"{name}: no successful requests; its figures are empty" if d["count"] == 0 else
+            f"{name}: figures rest on {d['count']} requests (fewer than {min_n}); treat them as noisy"
+            for name, d in groups.items() if d["count"] < min_n]
 
 
 def slo_label(x: float) -> str:

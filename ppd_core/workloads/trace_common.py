@@ -8,25 +8,30 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, BinaryIO
 
 from ..config.errors import TraceError
-from ..config.scenario import MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_REQUESTS, MAX_TURNS
+from ..config.scenario import MAX_ARRIVAL_SPAN_S, MAX_REQUESTS, MAX_TURNS
 from .conversation import Conversation, Turn
 
 FORMATS = ("sharegpt", "mooncake", "csv")
 CHARS_PER_TOKEN = 4                 # ShareGPT token estimate: ceil(chars / 4), as the PPD benchmark's proxy
-MOONCAKE_BLOCK_TOKENS = 512         # tokens per Mooncake hash id (documentation only: grouping compares ids)
+MOONCAKE_BLOCK_TOKENS = 512         # tokens per Mooncake hash id (the default block size; detected if trivial)
+MIN_SHARED_BLOCKS = 2               # a continuation shares >= 2 full blocks: block 0 alone is the system prompt
+MAX_PREFIX_CANDIDATES = 256         # open conversations with the same full blocks tried per prefix, newest first
 UNASSIGNED_ARRIVAL = -1.0           # "no timestamp yet": assign_arrivals fills these in
+TIME_UNITS = MappingProxyType({"s": 1, "ms": 1_000, "us": 1_000_000})   # timestamp unit -> units per second
 
 MAX_TRACE_BYTES = 50 * 1024 * 1024
-MAX_TRACE_CONVERSATIONS = MAX_CONVERSATIONS   # 20,000, the scenario's cap
-MAX_TRACE_REQUESTS = MAX_REQUESTS             # 200,000 turns in all
+MAX_TRACE_REQUESTS = MAX_REQUESTS             # 200,000 requests (turns) in all; conversations are not capped
 MAX_TRACE_TURNS = MAX_TURNS                   # 64 turns per conversation
 MAX_TRACE_TOKENS = 1_000_000                  # per turn input / output
 MAX_TRACE_SPAN_S = MAX_ARRIVAL_SPAN_S         # conversation arrivals within one simulated day
 
 CSV_COLUMNS = ("conversation", "turn", "arrival", "input_tokens", "output_tokens")
+CSV_ARRIVAL_COLUMNS = MappingProxyType({"arrival": None, "arrival_s": "s", "arrival_ms": "ms",
+                                        "arrival_us": "us"})   # header name -> the unit it states
 
 TraceSource = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
 
@@ -163,10 +168,8 @@ def _renumber(items: Iterable[tuple[float, Iterable[Turn]]]) -> tuple[Conversati
     return tuple(Conversation(i, a, t) for i, (a, t) in enumerate(ordered))
 
 
-def _check_counts(n_convs: int, n_requests: int, line: int | None, label: str) -> None:
-    if n_convs > MAX_TRACE_CONVERSATIONS:
-        raise TraceError(f"more than {MAX_TRACE_CONVERSATIONS} conversations, the cap; split the trace",
-                         line=line, source=label)
+def _check_requests(n_requests: int, line: int | None, label: str) -> None:
+    """The request cap (conversations are not capped: a one-turn trace may hold up to the request cap)."""
     if n_requests > MAX_TRACE_REQUESTS:
         raise TraceError(f"more than {MAX_TRACE_REQUESTS} requests (turns), the cap; split the trace",
                          line=line, source=label)
@@ -190,6 +193,16 @@ def _check_turns(n: int, line: int | None, label: str, who: str) -> None:
     if n > MAX_TRACE_TURNS:
         raise TraceError(f"{who} has more than {MAX_TRACE_TURNS} turns, the cap per conversation",
                          line=line, source=label)
+
+
+def _check_unit(time_unit: Any, label: str) -> str | None:
+    """A given timestamp unit, normalised (" MS " -> "ms"); None stays None (the format's documented unit)."""
+    if time_unit is None:
+        return None
+    if not isinstance(time_unit, str) or time_unit.strip().lower() not in TIME_UNITS:
+        raise TraceError(f"time unit {_show(time_unit)} is not allowed; allowed: {', '.join(TIME_UNITS)}",
+                         source=label)
+    return time_unit.strip().lower()
 
 
 def _check_span(arrival: float, line: int | None, label: str) -> None:

@@ -1,4 +1,5 @@
-"""The three trace formats' parsers (see ``ppd_core.workloads.traces`` for what each accepts)."""
+"""The ShareGPT and CSV readers (Mooncake: ``trace_mooncake``; ``ppd_core.workloads.traces`` says what each
+accepts)."""
 from __future__ import annotations
 
 import csv
@@ -6,15 +7,14 @@ import io
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ..config.errors import TraceError
 from .conversation import Turn
-from .trace_common import (CSV_COLUMNS, MAX_TRACE_TOKENS, MAX_TRACE_TURNS, UNASSIGNED_ARRIVAL, estimate_tokens,
-                           _ASSISTANT_ROLES, _FORMATS_HELP, _MOONCAKE_KEYS, _NUMBER, _SHAREGPT_LIST_KEYS,
-                           _TOKENS_HELP, _USER_ROLES, _Builder, _check_counts, _check_span, _check_turns,
-                           _iter_lines, _json_line, _one_line, _show, _tokens)
+from .trace_common import (CSV_ARRIVAL_COLUMNS, CSV_COLUMNS, MAX_TRACE_TOKENS, MAX_TRACE_TURNS, TIME_UNITS,
+                           UNASSIGNED_ARRIVAL, estimate_tokens, _ASSISTANT_ROLES, _FORMATS_HELP, _NUMBER,
+                           _SHAREGPT_LIST_KEYS, _TOKENS_HELP, _USER_ROLES, _check_requests, _check_span,
+                           _check_turns, _iter_lines, _json_line, _one_line, _show)
 
 
 # ---- ShareGPT ------------------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def _parse_sharegpt(text: str, label: str) -> list[tuple[float, list[Turn]]]:
             continue   # nothing answered: skipped, as the benchmarks' filters do
         n_requests += len(turns)
         convs.append((UNASSIGNED_ARRIVAL, turns))
-        _check_counts(len(convs), n_requests, lineno, label)
+        _check_requests(n_requests, lineno, label)
     if not convs:
         raise TraceError("no conversation with a complete turn (a user message followed by an assistant reply)",
                          source=label)
@@ -129,88 +129,6 @@ def _sharegpt_turns(record: Any, index: int, line: int, label: str) -> list[Turn
     return turns
 
 
-# ---- Mooncake ------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Request:
-    line: int
-    timestamp_ms: float
-    input_len: int
-    output_len: int
-    hash_ids: tuple[int, ...]
-
-
-def _mooncake_request(obj: Any, line: int, label: str) -> _Request:
-    if not isinstance(obj, dict):
-        raise TraceError(f"expected a JSON object with keys {', '.join(_MOONCAKE_KEYS)}, hash_ids",
-                         line=line, source=label)
-    missing = [k for k in _MOONCAKE_KEYS if k not in obj]
-    if missing:
-        raise TraceError(f"missing {', '.join(missing)}; a Mooncake request has {', '.join(_MOONCAKE_KEYS)}, hash_ids",
-                         line=line, source=label)
-    ts = obj["timestamp"]
-    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts) or ts < 0:
-        raise TraceError(f"timestamp {_show(ts)} is not allowed; must be a number >= 0 (milliseconds)",
-                         line=line, source=label)
-    ids = obj.get("hash_ids", [])
-    if not isinstance(ids, list) or not all(type(i) is int for i in ids):   # json gives exact ints; no bools
-        raise TraceError("hash_ids must be a list of integers", line=line, source=label)
-    return _Request(line, float(ts), _tokens(obj["input_length"], "input_length", line, label),
-                    _tokens(obj["output_length"], "output_length", line, label), tuple(ids))
-
-
-def _parse_mooncake(text: str, label: str) -> list[tuple[float, list[Turn]]]:
-    requests: list[_Request] = []
-    for lineno, line in _iter_lines(text):
-        if line.strip():
-            requests.append(_mooncake_request(_json_line(line, lineno, label), lineno, label))
-            _check_counts(0, len(requests), lineno, label)
-    requests.sort(key=lambda r: (r.timestamp_ms, r.line))
-    t0 = requests[0].timestamp_ms
-    convs: list[_Builder] = []
-    last: list[_Request] = []          # per conversation: its latest request
-    last_seq: list[int] = []           # per conversation: position of that request in time order
-    last_key: list[int] = []           # per conversation: chained hash of that request's hash_ids
-    # Chained hash of each conversation's latest hash_ids -> those conversations, oldest first. Chaining gives
-    # the hash of every prefix of a request in one pass (linear, whatever the ids); a hit is confirmed by
-    # comparing the ids, so a hash collision can never merge conversations.
-    by_key: dict[int, list[int]] = {}
-    for seq, req in enumerate(requests):
-        ids, h, best = req.hash_ids, 0, -1
-        for k, block in enumerate(ids):
-            candidates = by_key.get(h) if k else None   # h is the hash of ids[:k], a proper prefix
-            if candidates:
-                for ci in reversed(candidates):
-                    if best >= 0 and last_seq[ci] < last_seq[best]:
-                        break   # the rest of the list is older still
-                    if last[ci].hash_ids == ids[:k]:
-                        best = ci
-                        break
-            h = hash((h, block))
-        if best >= 0:
-            prev = last[best]
-            old = by_key[last_key[best]]
-            old.remove(best)
-            if not old:
-                del by_key[last_key[best]]
-            conv = convs[best]
-            conv.turns.append(Turn(max(1, req.input_len - prev.input_len - prev.output_len), req.output_len))
-            _check_turns(len(conv.turns), req.line, label, f"the conversation starting at line {conv.line}")
-        else:
-            best = len(convs)
-            arrival = (req.timestamp_ms - t0) / 1000.0
-            _check_span(arrival, req.line, label)
-            convs.append(_Builder(arrival, req.line, [Turn(req.input_len, req.output_len)]))
-            last.append(req)
-            last_seq.append(seq)
-            last_key.append(h)
-            _check_counts(len(convs), 0, req.line, label)
-        last[best], last_seq[best], last_key[best] = req, seq, h
-        if ids:
-            by_key.setdefault(h, []).append(best)
-    return [(c.arrival, c.turns) for c in convs]
-
-
 # ---- CSV -----------------------------------------------------------------------------------------------
 
 def _csv_number(raw: str, what: str, line: int, label: str, allowed: str) -> float:
@@ -235,10 +153,12 @@ def _csv_int(raw: str, what: str, line: int, label: str, hi: int, allowed: str) 
     return int(value)
 
 
-def _parse_csv(text: str, label: str) -> list[tuple[float, list[Turn]]]:
+def _parse_csv(text: str, label: str,
+               unit: str | None) -> tuple[list[tuple[float, list[Turn]]], dict[str, Any]]:
     reader = csv.reader(io.StringIO(text, newline=""))
     col: dict[str, int] = {}
     width = 0
+    per_s, unit_note = 1, ""
     # conversation label -> turn number -> (line, arrival or None, input, output); dicts keep file order
     rows: dict[str, dict[int, tuple[int, float | None, int, int]]] = {}
     n_rows = 0
@@ -250,11 +170,30 @@ def _parse_csv(text: str, label: str) -> list[tuple[float, list[Turn]]]:
                 continue
             if not col:
                 names = [c.strip().strip('"').strip().lower() for c in row]
+                arrivals = [c for c in names if c in CSV_ARRIVAL_COLUMNS]
+                if len(arrivals) > 1:
+                    raise TraceError(f"the header has {len(arrivals)} arrival columns ({', '.join(arrivals)}); "
+                                     f"allowed: one of {', '.join(CSV_ARRIVAL_COLUMNS)}", line=line, source=label)
+                if arrivals:
+                    names[names.index(arrivals[0])] = "arrival"
                 missing = [c for c in CSV_COLUMNS if c not in names]
                 if missing:
                     raise TraceError(f"the header lacks {', '.join(missing)}; it must name the columns "
-                                     f"{','.join(CSV_COLUMNS)}", line=line, source=label)
+                                     f"{','.join(CSV_COLUMNS)} (arrival may be arrival_s, arrival_ms or "
+                                     "arrival_us)", line=line, source=label)
                 col, width = {c: names.index(c) for c in CSV_COLUMNS}, len(row)
+                header_unit = CSV_ARRIVAL_COLUMNS[arrivals[0]]
+                if unit is not None and header_unit is not None and unit != header_unit:
+                    raise TraceError(f"the header's {arrivals[0]} column is in {header_unit} but the time unit "
+                                     f"given is {unit}; give {header_unit} or rename the column to arrival",
+                                     line=line, source=label)
+                if unit is not None:
+                    unit_note = "given"
+                elif header_unit is not None:
+                    unit, unit_note = header_unit, f"the header's {arrivals[0]} column"
+                else:
+                    unit, unit_note = "s", "the CSV arrival column's documented unit; --time-unit s|ms|us to override"
+                per_s = TIME_UNITS[unit]
                 continue
             if len(row) != width:
                 raise TraceError(f"{len(row)} fields, the header has {width}", line=line, source=label)
@@ -265,10 +204,11 @@ def _parse_csv(text: str, label: str) -> list[tuple[float, list[Turn]]]:
             raw_arrival = row[col["arrival"]].strip()
             arrival = None
             if raw_arrival:
-                arrival = _csv_number(raw_arrival, "arrival", line, label, "a number of seconds >= 0 (or blank)")
+                arrival = _csv_number(raw_arrival, "arrival", line, label, f"a number of {unit} >= 0 (or blank)")
                 if arrival < 0:
-                    raise TraceError(f"arrival {_show(raw_arrival)} is negative; must be seconds >= 0 (or blank)",
+                    raise TraceError(f"arrival {_show(raw_arrival)} is negative; must be {unit} >= 0 (or blank)",
                                      line=line, source=label)
+                arrival /= per_s
                 _check_span(arrival, line, label)
             tin = _csv_int(row[col["input_tokens"]], "input_tokens", line, label, MAX_TRACE_TOKENS, _TOKENS_HELP)
             tout = _csv_int(row[col["output_tokens"]], "output_tokens", line, label, MAX_TRACE_TOKENS, _TOKENS_HELP)
@@ -278,7 +218,7 @@ def _parse_csv(text: str, label: str) -> list[tuple[float, list[Turn]]]:
                                  line=line, source=label)
             turns[turn] = (line, arrival, tin, tout)
             n_rows += 1
-            _check_counts(len(rows), n_rows, line, label)
+            _check_requests(n_rows, line, label)
     except csv.Error as exc:
         raise TraceError(f"malformed CSV ({_one_line(str(exc))})", line=reader.line_num, source=label) from None
     if not col:
@@ -294,4 +234,7 @@ def _parse_csv(text: str, label: str) -> list[tuple[float, list[Turn]]]:
         first = turns[1][1]
         convs.append((UNASSIGNED_ARRIVAL if first is None else first,
                       [Turn(turns[k][2], turns[k][3]) for k in range(1, len(turns) + 1)]))
-    return convs
+    if all(a < 0 for a, _ in convs):   # no timestamps at all: the unit is moot
+        return convs, {"time_unit": None, "time_unit_note": "" if unit_note != "given" else
+                       f" (time unit {unit} ignored: no arrival is given)"}
+    return convs, {"time_unit": unit, "time_unit_note": unit_note}

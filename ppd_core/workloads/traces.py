@@ -18,41 +18,62 @@ Three formats are read (``FORMATS``); ``detect_format`` tells them apart from th
 
 ``mooncake``
     Mooncake-style JSONL, one request per line:
-    ``{"timestamp": ms, "input_length": tokens, "output_length": tokens, "hash_ids": [ints]}``
-    (hash ids name 512-token prompt blocks; ``MOONCAKE_BLOCK_TOKENS``). Requests are taken in timestamp
-    order (file order breaks ties) and grouped into conversations by one simple rule: a request continues
-    the most recent conversation whose last request's ``hash_ids`` (non-empty) are a proper prefix of the
-    request's own ``hash_ids``; otherwise it starts a new conversation. A continuation's new input is
-    ``max(1, input_length - previous input_length - previous output_length)``. A conversation arrives at
-    its first request's timestamp / 1000, shifted so the earliest request in the file arrives at 0 s.
-    The timestamps of later requests are not kept: in the simulator turn k+1 is sent when turn k finishes
-    plus the scenario's ``think_time_s``, so the trace's own think times are lost.
+    ``{"timestamp": ms, "input_length": tokens, "output_length": tokens, "hash_ids": [ints]}``.
+    In the public Mooncake traces each hash id names one block of ``MOONCAKE_BLOCK_TOKENS`` (512) prompt
+    tokens and a request has ceil(input / 512) of them, so its last block is partial and changes from turn
+    to turn; a follow-up shares only the earlier turn's *full* blocks, and every request starts with block 0
+    (a shared system prompt). Requests are taken in timestamp order (file order breaks ties) and grouped by
+    the rule: a request continues an open conversation (one whose latest request it will extend) when that
+    latest request's full blocks, its first ``min(len(hash_ids), input // block)`` ids, number at least
+    ``MIN_SHARED_BLOCKS`` (2: block 0 alone is everyone's system prompt) and are a prefix of the request's
+    ``hash_ids``, and the request's input is at least that request's input + output. Among several, the
+    longest shared prefix wins, then the most recently continued conversation (of the
+    ``MAX_PREFIX_CANDIDATES`` newest with the same full blocks, which bounds the work on adversarial
+    files). Otherwise it starts a new conversation. A continuation's new input is
+    ``max(1, input - previous input - previous output)``. The block size is given (``block_tokens``) or
+    detected: the one power of two B for which every request has ceil(input / B) hash ids, 512 when 512
+    fits or none / several do. Timestamps are in ``time_unit``
+    (s | ms | us); by default Mooncake's documented integer milliseconds, and a timestamp with a fraction is
+    refused unless the unit is given. A conversation arrives at its first request's timestamp, shifted so
+    the earliest request arrives at 0 s. The timestamps of later requests are not kept: in the simulator turn
+    k+1 is sent when turn k finishes plus the scenario's ``think_time_s``.
 
 ``csv``
     A header ``conversation,turn,arrival,input_tokens,output_tokens`` (any column order, extra columns
     ignored) and one row per turn, rows in any order. ``conversation`` is any non-empty label, turns are
-    1..n with no gaps or repeats, ``arrival`` is in seconds. A conversation arrives at its turn-1 arrival
-    (blank = unassigned, see above); later turns' arrivals may be blank and are ignored, like Mooncake's.
+    1..n with no gaps or repeats, ``arrival`` is in seconds (or ``time_unit``; a column named
+    ``arrival_s``, ``arrival_ms`` or ``arrival_us`` states its unit). A conversation arrives at its turn-1
+    arrival (blank = unassigned, see above); later turns' arrivals may be blank and are ignored, like
+    Mooncake's.
+
+``import_trace`` returns the conversations and a ``TraceStats`` (``trace_stats``) (counts, the grouping rule, the unit and
+how it was chosen, the trace's own conversation rate); ``TraceStats.describe()`` is what the CLI prints.
+For a timestamped trace, a run's ``qps`` is a time scale: ``assign_arrivals`` divides the arrivals by
+``k = qps / native_rate`` (native rate = (conversations - 1) / arrival span), so the run offers ``qps``
+conversations per second, k times the trace's own load (``describe_replay`` says so in one line;
+``trace_replay``).
 
 Every problem raises ``TraceError``: one line naming the file, the 1-based line where it applies, and what
-is allowed. Size caps (``MAX_TRACE_*``) match the scenario's, so no trace can make a run unbounded.
+is allowed. Size caps (``MAX_TRACE_*``: bytes, requests, turns per conversation, tokens, arrival span) match
+the scenario's, so no trace can make a run unbounded; the number of conversations is bounded by the
+request cap only (a one-turn trace of 200,000 requests imports).
 """
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Iterable
-from dataclasses import replace
 
-import numpy as np
-
-from ..config.errors import ScenarioError, TraceError
+from ..config.errors import TraceError
 from .conversation import Conversation
-from .trace_common import (CHARS_PER_TOKEN, CSV_COLUMNS, FORMATS, MAX_TRACE_BYTES, MAX_TRACE_CONVERSATIONS,  # noqa: F401 (re-exported)
-                           MAX_TRACE_REQUESTS, MAX_TRACE_SPAN_S, MAX_TRACE_TOKENS, MAX_TRACE_TURNS,
-                           MOONCAKE_BLOCK_TOKENS, UNASSIGNED_ARRIVAL, TraceSource, _detect, estimate_tokens, _load_text, _renumber,
-                           _show)
-from .trace_formats import _parse_csv, _parse_mooncake, _parse_sharegpt
+from .trace_common import (CHARS_PER_TOKEN, CSV_ARRIVAL_COLUMNS, CSV_COLUMNS, FORMATS,  # noqa: F401 (re-exported)
+                           MAX_PREFIX_CANDIDATES, MAX_TRACE_BYTES, MAX_TRACE_REQUESTS, MAX_TRACE_SPAN_S,
+                           MAX_TRACE_TOKENS, MAX_TRACE_TURNS, MIN_SHARED_BLOCKS, MOONCAKE_BLOCK_TOKENS, TIME_UNITS,
+                           UNASSIGNED_ARRIVAL, TraceSource, _check_unit, _detect, estimate_tokens, _load_text,
+                           _renumber, _show)
+from .trace_formats import _parse_csv, _parse_sharegpt
+from .trace_mooncake import _parse_mooncake
+from .trace_replay import assign_arrivals, describe_replay, native_rate, time_scale  # noqa: F401 (re-exported)
+from .trace_stats import TraceStats
 
 # ---- public API ----------------------------------------------------------------------------------------
 
@@ -62,38 +83,54 @@ def detect_format(path_or_bytes: TraceSource, name: str = "trace") -> str:
     return _detect(text, label)
 
 
-def load_trace(path_or_bytes: TraceSource, fmt: str | None = None, name: str = "trace") -> tuple[Conversation, ...]:
+def import_trace(path_or_bytes: TraceSource, fmt: str | None = None, name: str = "trace", *,
+                 time_unit: str | None = None,
+                 block_tokens: int | None = None) -> tuple[tuple[Conversation, ...], TraceStats]:
     """Read a trace file (a path) or its content (bytes, e.g. a Streamlit upload, or a binary file object).
 
     ``fmt`` is one of ``FORMATS`` or None to detect it. ``name`` labels error messages for bytes input
-    (a path is labelled by its file name). Returns the conversations sorted by arrival (file order breaks
-    ties), with cids renumbered 0..n-1; conversations without timestamps have ``UNASSIGNED_ARRIVAL``.
+    (a path is labelled by its file name). ``time_unit`` (s | ms | us) is the timestamps' unit; None takes
+    the format's documented unit (Mooncake: integer ms, refused if a timestamp has a fraction; CSV: the
+    ``arrival`` column in seconds, or the unit its name gives, ``arrival_ms`` ...). ``block_tokens``: tokens
+    per Mooncake hash id; None detects it (see ``TraceStats.block_note``). Returns the conversations sorted
+    by arrival (file order breaks ties), with cids renumbered 0..n-1 (no timestamp: ``UNASSIGNED_ARRIVAL``),
+    and the ``TraceStats`` of the import.
     """
     text, label = _load_text(path_or_bytes, name)
     if fmt is None:
         fmt = _detect(text, label)
     elif not isinstance(fmt, str) or fmt.strip().lower() not in FORMATS:
         raise TraceError(f"unknown format {_show(fmt)}; allowed: {', '.join(FORMATS)}", source=label)
-    parser = {"sharegpt": _parse_sharegpt, "mooncake": _parse_mooncake, "csv": _parse_csv}[fmt.strip().lower()]
-    return _renumber(parser(text, label))
+    fmt = fmt.strip().lower()
+    unit = _check_unit(time_unit, label)
+    if block_tokens is not None and (isinstance(block_tokens, bool) or not isinstance(block_tokens, int)
+                                     or not 1 <= block_tokens <= MAX_TRACE_TOKENS):
+        raise TraceError(f"block size {_show(block_tokens)} is not allowed; must be an integer in "
+                         f"[1, {MAX_TRACE_TOKENS}] tokens per hash id", source=label)
+    if fmt == "mooncake":
+        items, extra = _parse_mooncake(text, label, unit, block_tokens)
+    elif fmt == "csv":
+        items, extra = _parse_csv(text, label, unit)
+    else:
+        items = _parse_sharegpt(text, label)
+        extra = {"time_unit": None,
+                 "time_unit_note": "" if unit is None else f" (time unit {unit} ignored: the file has no timestamps)"}
+    convs = _renumber(items)
+    stamped = [c.arrival_s for c in convs if c.arrival_s >= 0]
+    span = (max(stamped) - min(stamped)) if stamped else None
+    n_turns = [len(c.turns) for c in convs]
+    stats = TraceStats(
+        source=label, format=fmt, requests=sum(n_turns), conversations=len(convs),
+        continuations=sum(n_turns) - len(convs), multi_turn=sum(1 for n in n_turns if n > 1),
+        max_turns=max(n_turns), arrival_span_s=span, native_qps=native_rate(convs),
+        **{"time_unit_note": "", **extra})
+    return convs, stats
 
 
-def assign_arrivals(convs: Iterable[Conversation], qps: float, seed: int) -> tuple[Conversation, ...]:
-    """Poisson arrivals for the conversations whose arrival is unassigned (negative, -1.0 from the importer).
-
-    Gaps are exponential with mean 1/qps from ``numpy.random.Generator(PCG64(seed))``, accumulated from 0
-    as in ``workload.arrival_times``, given in the conversations' current order. Conversations that have
-    an arrival keep it. Returns all of them sorted by arrival with cids renumbered 0..n-1.
-    """
-    if isinstance(qps, bool) or not isinstance(qps, (int, float)) or not math.isfinite(qps) or qps <= 0:
-        raise ScenarioError("qps", f"{_show(qps)} is not allowed; must be a number > 0")
-    out = list(convs)
-    todo = [i for i, c in enumerate(out) if c.arrival_s < 0]
-    rng = np.random.Generator(np.random.PCG64(seed))
-    times = np.cumsum(rng.exponential(1.0 / qps, size=len(todo)))
-    for i, t in zip(todo, times, strict=True):
-        out[i] = replace(out[i], arrival_s=float(t))
-    return _renumber((c.arrival_s, c.turns) for c in out)
+def load_trace(path_or_bytes: TraceSource, fmt: str | None = None, name: str = "trace", *,
+               time_unit: str | None = None, block_tokens: int | None = None) -> tuple[Conversation, ...]:
+    """The conversations of ``import_trace`` (same arguments), without the stats."""
+    return import_trace(path_or_bytes, fmt, name, time_unit=time_unit, block_tokens=block_tokens)[0]
 
 
 def trace_digest(convs: Iterable[Conversation]) -> str:
@@ -106,6 +143,8 @@ def trace_digest(convs: Iterable[Conversation]) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["FORMATS", "CHARS_PER_TOKEN", "CSV_COLUMNS", "MOONCAKE_BLOCK_TOKENS", "UNASSIGNED_ARRIVAL", "MAX_TRACE_BYTES",
-           "MAX_TRACE_CONVERSATIONS", "MAX_TRACE_REQUESTS", "MAX_TRACE_SPAN_S", "MAX_TRACE_TOKENS", "MAX_TRACE_TURNS",
-           "TraceSource", "estimate_tokens", "detect_format", "load_trace", "assign_arrivals", "trace_digest"]
+__all__ = ["FORMATS", "CHARS_PER_TOKEN", "CSV_COLUMNS", "CSV_ARRIVAL_COLUMNS", "MOONCAKE_BLOCK_TOKENS",
+           "MIN_SHARED_BLOCKS", "MAX_PREFIX_CANDIDATES", "TIME_UNITS", "UNASSIGNED_ARRIVAL", "MAX_TRACE_BYTES",
+           "MAX_TRACE_REQUESTS", "MAX_TRACE_SPAN_S", "MAX_TRACE_TOKENS", "MAX_TRACE_TURNS", "TraceSource",
+           "TraceStats", "estimate_tokens", "detect_format", "import_trace", "load_trace", "native_rate",
+           "time_scale", "describe_replay", "assign_arrivals", "trace_digest"]
