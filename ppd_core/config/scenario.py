@@ -19,6 +19,7 @@ from .layout import Layout, parse_layout
 
 POLICIES = ("pd", "ppd", "dynamic", "dynamic-table")
 LINK_SHARING = ("fair", "independent")
+CLIENTS = ("open", "benchmark")
 
 # Size caps: no input may make a run unbounded.
 MAX_CONVERSATIONS = 20_000
@@ -119,9 +120,13 @@ FIELDS: tuple[FieldSpec, ...] = (
               "window: int(qps x window) Poisson draws, those before the window end are kept.", lo=0.0, hi=3_600.0),
     FieldSpec("think_time_s", "float", 0.0, "s", "Pause between a turn's last token and the next turn's request.",
               lo=0.0, hi=3_600.0),
-    FieldSpec("client_concurrency", "int", 50, "conv", "Closed-loop client cap: at most this many conversations "
-              "in flight, new ones wait (inside Turn-1 TTFT). The measured benchmarks used 50; 0 = open loop.",
-              lo=0, hi=100_000),
+    FieldSpec("client", "choice", "open", "", "Traffic model: open (Poisson conversations that never wait for "
+              "the server: production-like) or benchmark (the measured closed-loop client: at most "
+              "client_concurrency conversations in flight, new ones wait in the client, reported as "
+              "client_wait_ms).", choices=CLIENTS),
+    FieldSpec("client_concurrency", "int", 50, "conv", "Benchmark client only (client=benchmark): at most this "
+              "many conversations in flight, new ones wait in the client (client_wait_ms, not in TTFT). The "
+              "measured benchmarks used 50; 0 = no cap.", lo=0, hi=100_000),
     FieldSpec("w_ttft", "float", 1.0, "", "Weight of the relative TTFT gain in Eq.1 (S = w_ttft*dTTFT - "
               "w_tpot*dTPOT; S > 0 serves Turn 2+ locally).", lo=0.0, hi=100.0),
     FieldSpec("w_tpot", "float", 1.0, "", "Weight of the relative TPOT loss in Eq.1.", lo=0.0, hi=100.0),
@@ -233,6 +238,7 @@ class Scenario:
     conversations: int = 500
     arrival_window_s: float = 0.0
     think_time_s: float = 0.0
+    client: str = "open"
     client_concurrency: int = 50
     w_ttft: float = 1.0
     w_tpot: float = 1.0
