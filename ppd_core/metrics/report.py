@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..sim.request import OK, PD
+from .saturation import saturation
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
@@ -136,6 +137,7 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "kv": {"bytes": moved, "transfers": int((df["kv_bytes"].to_numpy() > 0).sum()),
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
         "local_share": _r(local),
+        "saturation": saturation(sim, df),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
     }
 
