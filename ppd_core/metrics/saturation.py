@@ -5,13 +5,15 @@ the survivors. ``saturation(sim, df)`` compares the two halves of the arrival wi
 arrivals; its first 20 % is left out while the system fills) and the offered with the served load:
 
 * the median server TTFT of the requests made in each half, and the benchmark client's median Turn 1 wait;
-* offered_qps = conversations / arrival window; served_qps = offered_qps x (requests finished inside the
-  window / requests made inside the window);
+* the median lifetime (arrival to last token) per generated token of the conversations arriving in each half;
+* offered_qps = conversations / arrival window; served_qps = offered_qps x (conversations ending inside the
+  window shifted by the first half's median lifetime / conversations arriving inside the window): in a steady
+  state conversations end at the pace they arrive, one lifetime later;
 * requests in the system (made by the client, not yet finished), averaged over 64 instants of each half
   (evidence only: a multi-turn workload fills up for a conversation's lifetime).
 
 Saturated when the median TTFT grows by half (and by 100 ms), or the client's median Turn 1 wait grows by
-half and 1 s, or served_qps < 0.85 x offered_qps, or fewer than 90 % of the requests succeed.
+half and 1 s, or the conversations' median lifetime per generated token grows by half, or served_qps < 0.7 x offered_qps (with >= 50 conversations in the window), or fewer than 90 % of the requests succeed.
 The resource: the KV link if busy >= 80 % of the run, else P prefill if the P nodes are, else KV memory if on
 some decode node the requests in the system need >= 95 % of its KV capacity at least half the time in the
 second half, else D decode (the decode-capable nodes: D, pD, R).
@@ -89,10 +91,27 @@ def saturation(sim, df: pd.DataFrame) -> dict:
     m1, m2 = med(ttft, first), med(ttft, second)
     t1st = df["turn"].to_numpy() == 1
     c1, c2 = med(wait, first & t1st), med(wait, second & t1st)
-    window = (made >= t0) & (made <= t1)
-    done_in = int(np.sum(fin_sorted <= t1) - np.sum(fin_sorted < t0))
+    # conversations: arrival, end (last request's final time) and lifetime
+    conv = df["conversation"].to_numpy()
+    last = pd.Series(np.nan_to_num(fin, nan=np.inf)).groupby(conv).max()
+    start = pd.Series(made).groupby(conv).min()
+    life = (last - start).to_numpy()
+    arr = start.to_numpy()
+    # a conversation's lifetime per token it generated: comparable across conversations of any length
+    per_tok = life / np.maximum(df["output_tokens"].groupby(conv).sum().to_numpy(), 1)
+    l1 = med(life, (arr >= w0) & (arr < mid))
+    k1, k2 = med(per_tok, (arr >= w0) & (arr < mid)), med(per_tok, arr >= mid)
     offered = turn1.size / (t1 - t0)
-    served = offered * min(done_in / max(int(window.sum()), 1), 1.0)
+    # served: in a steady state conversations end at the pace they arrive, one lifetime later: count the ends in
+    # the window shifted by the first half's median lifetime
+    ends = last.to_numpy()
+    n_in = int(np.sum((arr >= w0) & (arr <= t1)))
+    judged = n_in >= 50 and np.isfinite(l1)
+    if judged:
+        n_end = int(np.sum((ends >= w0 + l1) & (ends <= t1 + l1)))
+        served = offered * min(n_end / n_in, 1.0)
+    else:
+        served = offered * float(np.isfinite(ends).mean())
     success = float(ok.mean()) if ok.size else 0.0
     reasons = []
     if np.isfinite(m1) and np.isfinite(m2) and m2 >= 1.5 * m1 and m2 - m1 > 100:
@@ -101,7 +120,10 @@ def saturation(sim, df: pd.DataFrame) -> dict:
         reasons.append("no request made in the second half succeeded")
     if np.isfinite(c2) and c2 > 1.5 * c1 + 1000:
         reasons.append(f"the benchmark client's queue grew: median client wait {c1:.0f} -> {c2:.0f} ms")
-    if served < 0.85 * offered:
+    if np.isfinite(k1) and np.isfinite(k2) and k2 >= 1.5 * k1:
+        reasons.append(f"conversations take longer: median lifetime per generated token {1e3 * k1:.1f} -> "
+                       f"{1e3 * k2:.1f} ms")
+    if judged and served < 0.7 * offered:
         reasons.append(f"served {served:.2f} of {offered:.2f} conv/s offered")
     if success < 0.9:
         reasons.append(f"only {success:.0%} of requests succeeded")
@@ -120,6 +142,8 @@ def saturation(sim, df: pd.DataFrame) -> dict:
                                          f"link {busy['link']:.0%}, KV memory full {kv:.0%} of the time)")
         reasons.append(why)
     reasons.append(f"in the system {q1:.1f} -> {q2:.1f} requests")
+    if not judged:
+        reasons.append("fewer than 50 conversations in the window: served load not judged")
     if not saturated:
         reasons.insert(0, f"steady: median TTFT {m1:.0f} -> {m2:.0f} ms, served {served:.2f} of {offered:.2f} conv/s")
     return {"saturated": saturated, "offered_qps": _r(offered), "served_qps": _r(served), "resource": resource,
