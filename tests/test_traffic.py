@@ -105,3 +105,34 @@ def test_estimates_only_on_d_nodes_and_score_is_eq1():
     d = t2[on_d]
     np.testing.assert_allclose(d.est_score, 1.0 * d.est_dttft - 3.0 * d.est_dtpot, rtol=1e-9, atol=1e-12)
     assert ((d.est_score > 0) == (d.path == "local")).all(), "S > 0 serves locally"
+
+
+def test_goodput_brackets_the_capacity(tmp_path):
+    """Just below the reported goodput (the rate that attained) the target is met, just above (the rate
+    that missed, within rel_tol) it is not; per-GPU and per-dollar figures follow from the layout and the
+    catalog price."""
+    from ppd_core.analysis.goodput import goodput
+    sc = Scenario(layout="1P_1pD", conversations=60, qps=2, workload="sharegpt")
+    res = goodput(sc, 0.9, slo_ttft_ms=200, slo_tpot_ms=30, rel_tol=0.1, cache_dir=tmp_path)
+    assert set(res["systems"]) == {"PPD", "PD", "Replica"}
+    for name, r in res["systems"].items():
+        b = res["brackets"][name]
+        assert r["runs"] <= 14 and r["limit"] in ("ttft", "tpot", "success")
+        if b["attained_qps"] is None or b["missed_qps"] is None:
+            continue
+        lo, hi = b["attained_qps"], b["missed_qps"]
+        assert r["goodput_qps"] == lo and lo < hi <= lo * 1.1 + 1e-9
+        base = baselines(sc.with_(slo_ttft_ms=(200,), slo_tpot_ms=(30,)))[name].with_(arrival_window_s=b["window_s"])
+        below = ppd_core.run(base.with_(qps=lo)).summary["slo_joint"]["attainment"]
+        above = ppd_core.run(base.with_(qps=hi)).summary["slo_joint"]["attainment"]
+        assert below >= 0.9 > above, (name, lo, below, hi, above)
+        assert r["goodput_qps_per_gpu"] == pytest.approx(lo / 2)
+        assert r["goodput_qps_per_usd_hour"] == pytest.approx(lo / (2 * 3.78))
+    assert res["systems"]["PPD"]["goodput_qps"] > 0
+
+
+def test_gpu_price_key_overrides_the_catalog():
+    assert Scenario().price_usd_h == pytest.approx(3.78)
+    assert Scenario(gpu_price_usd_h=2.0).price_usd_h == 2.0
+    with pytest.raises(ppd_core.ScenarioError, match="gpu_price_usd_h"):
+        Scenario(gpu_price_usd_h=-1)

@@ -100,6 +100,8 @@ FIELDS: tuple[FieldSpec, ...] = (
               "always local append-prefill), dynamic (Eq.1 per request from live state), dynamic-table (the "
               "paper's offline lookup table). pD nodes always serve Turn 2+ locally.", choices=POLICIES),
     FieldSpec("gpu", "choice", "H100-SXM", "", "GPU type of every node (data/gpus.json).", choices=_gpu_names),
+    FieldSpec("gpu_price_usd_h", "float", 0.0, "USD/GPU-h", "Hourly price of one GPU for the per-dollar goodput; "
+              "0 = the catalog's public price (data/gpus.json, sourced and dated).", lo=0.0, hi=1_000.0),
     FieldSpec("model", "choice", "Llama-3.1-8B", "", "Served model (data/models.json).", choices=_model_names),
     FieldSpec("tp", "choice", "1", "GPUs/node", "Tensor-parallel degree: GPUs per node.", choices=("1", "2", "4", "8")),
     FieldSpec("bandwidth_gbps", "float", 150.0, "GB/s", "Effective KV-transfer bandwidth per link direction "
@@ -227,6 +229,7 @@ class Scenario:
     layout: str = "2P_2pD"
     policy: str = "dynamic"
     gpu: str = "H100-SXM"
+    gpu_price_usd_h: float = 0.0
     model: str = "Llama-3.1-8B"
     tp: str = "1"
     bandwidth_gbps: float = 150.0
@@ -263,6 +266,16 @@ class Scenario:
     @property
     def tp_degree(self) -> int:
         return int(self.tp)
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs of the layout: nodes x tensor-parallel degree."""
+        return self.layout_obj.nodes * self.tp_degree
+
+    @property
+    def price_usd_h(self) -> float:
+        """Hourly price of one GPU: ``gpu_price_usd_h``, or the catalog's public price when it is 0."""
+        return self.gpu_price_usd_h or catalog.gpus()[self.gpu].price_usd_h
 
     def expected_requests(self) -> float:
         from .workload_catalog import mean_turns

@@ -10,6 +10,8 @@ Definitions (the PPD benchmark's, used everywhere in this project):
           (``client_clock``)
   Turn 2+ = every turn with index >= 2
   SLO attainment = share of successful Turn 2+ requests at or under the threshold
+  joint SLO attainment (slo_joint, goodput's test) = share of attempted Turn 2+ requests that succeeded with
+          TTFT <= the first slo_ttft_ms and TPOT <= the first slo_tpot_ms
   success rate = successful requests / attempted requests (turns after a failure are never sent)
   local share = share of Turn 2+ requests served without P (append-prefill on the decode node, or a replica)
   link utilization = bytes moved / (run duration x total egress bandwidth of the P nodes)
@@ -137,9 +139,25 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "kv": {"bytes": moved, "transfers": int((df["kv_bytes"].to_numpy() > 0).sum()),
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
         "local_share": _r(local),
+        "slo_joint": slo_joint(df, sc.slo_ttft_ms[0], sc.slo_tpot_ms[0]),
         "saturation": saturation(sim, df),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
     }
+
+
+def slo_joint(df: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> dict:
+    """Goodput's test (DistServe): the share of *attempted* Turn 2+ requests that succeeded and met both the
+    TTFT and the TPOT SLO (a failed request meets neither), with each condition's own share."""
+    t2 = df["turn"].to_numpy() >= 2
+    ok = df["status"].to_numpy()[t2] == OK
+    ttft = df["ttft_ms"].to_numpy()[t2]
+    tpot = df["tpot_ms"].to_numpy()[t2]
+    t_ok = ok & (ttft <= ttft_ms)
+    p_ok = ok & (np.isnan(tpot) | (tpot <= tpot_ms))    # one-token answers have no TPOT: they meet it
+    n = int(t2.sum())
+    share = (lambda m: _r(m.mean()) if n else 0.0)
+    return {"slo_ttft_ms": ttft_ms, "slo_tpot_ms": tpot_ms, "requests": n, "attainment": share(t_ok & p_ok),
+            "ttft": share(t_ok), "tpot": share(p_ok), "success": share(ok)}
 
 
 def slo_label(x: float) -> str:
