@@ -136,3 +136,29 @@ def test_gpu_price_key_overrides_the_catalog():
     assert Scenario(gpu_price_usd_h=2.0).price_usd_h == 2.0
     with pytest.raises(ppd_core.ScenarioError, match="gpu_price_usd_h"):
         Scenario(gpu_price_usd_h=-1)
+
+
+def test_weights_cannot_act_without_d_nodes_or_under_a_static_policy():
+    from ppd_core.analysis.weights import policy_can_act
+    assert policy_can_act(Scenario(layout="2P_2pD"))[0] is False
+    assert "no D node" in policy_can_act(Scenario(layout="4R"))[1]
+    assert policy_can_act(Scenario(layout="2P_2D", policy="pd"))[0] is False
+    assert policy_can_act(Scenario(layout="2P_2D"))[0] is True
+    # and indeed: on 2P_2pD the weights change nothing
+    a = _run(layout="2P_2pD", conversations=40, w_tpot=0.0).summary
+    b = _run(layout="2P_2pD", conversations=40, w_tpot=100.0).summary
+    assert a["groups"] == b["groups"]
+
+
+def test_computed_w_tpot_range_is_where_the_decision_changes():
+    """The switch points w_ttft*dTTFT/dTPOT of a run bound the w_tpot interval over which the local share
+    falls: below it nearly everything stays local, above it nearly nothing does."""
+    from ppd_core.analysis.weights import moved, w_tpot_range, weights_summary
+    base = Scenario(layout="1P_3D", qps=8, conversations=80, workload="small_huge_paste")
+    lo, hi = w_tpot_range(ppd_core.run(base).records)
+    assert 0 < lo < hi
+    below = ppd_core.run(base.with_(w_tpot=lo / 2)).records
+    above = ppd_core.run(base.with_(w_tpot=min(hi * 2, 100.0))).records
+    assert weights_summary(below)["local_share"] >= 0.9
+    assert weights_summary(above)["local_share"] <= 0.2
+    assert moved(below, 1.0, lo / 2) == 0 and moved(below, 1.0, hi * 2) > 0
