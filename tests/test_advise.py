@@ -88,7 +88,9 @@ def _fake_runs(req, cands, figures):
             sc = adv.scenario_for(req, c, q)
             rows.append({"query": sc.to_query(), "slo_attainment.ttft_200ms": a_ttft,
                          "slo_attainment.tpot_30ms": a_tpot, "success_rate": ok, "throughput.tokens_per_s": tput,
-                         "turn2plus.ttft_ms.mean": ttft, "turn2plus.tpot_ms.mean": tpot})
+                         "turn2plus.ttft_ms.mean": ttft, "turn2plus.tpot_ms.mean": tpot,
+                         # a lower bound of the joint attainment, enough for these fakes
+                         "slo_joint.attainment": max(a_ttft + a_tpot - 1, 0) * ok})
     return pd.DataFrame(rows)
 
 
@@ -215,3 +217,26 @@ def test_page_reports_a_refused_run_in_one_line():
     at.selectbox(key="adv_gpus").set_value("2")
     at.button[0].click().run()
     assert at.error[0].value.startswith("n_gpus:")
+
+
+def test_rank_by_goodput_per_gpu_and_per_dollar_with_ties_on_attainment():
+    req = adv.AdviseRequest(4, TINY, (1, 2, 4), 200, 30, rank_by="goodput_per_gpu")
+    cands = [adv.Candidate("4R", "dynamic"), adv.Candidate("2P_2D", "pd"), adv.Candidate("2P_2D", "ppd")]
+    figs = [[(1.0, 1.0, 1.0, 100, 50, 9), (1.0, 1.0, 1.0, 100, 50, 9), (0.5, 1.0, 1.0, 100, 50, 9)],  # goodput 2
+            [(1.0, 1.0, 1.0, 100, 80, 8)] * 3,                                                       # goodput 4
+            [(1.0, 0.95, 1.0, 100, 80, 8)] * 3]                                       # goodput 4, lower score
+    ranked = adv.rank(req, cands, _fake_runs(req, cands, figs))
+    assert ranked["goodput_qps"].tolist() == [4.0, 4.0, 2.0]
+    assert ranked["label"].tolist() == ["pd", "ppd", "n/a (no D)"]     # tie at goodput 4: the higher score first
+    assert ranked["goodput_per_gpu"].tolist() == [1.0, 1.0, 0.5]
+    assert adv.grid_goodput((1, 2, 4), [0.95, 0.5, 0.99], 0.9) == 1.0   # contiguous from the lowest rate
+
+
+def test_gpu_types_run_every_candidate_on_each_and_price_per_dollar():
+    req = adv.AdviseRequest(2, TINY, (1,), 200, 30, rank_by="goodput_per_usd", gpu_types="H100-SXM,A100-80GB")
+    cands, scenarios, _ = adv.plan(req)
+    assert {s.gpu for s in scenarios} == {"H100-SXM", "A100-80GB"} and len(cands) % 2 == 0
+    with pytest.raises(ScenarioError, match="gpu"):
+        adv.AdviseRequest(2, TINY, (1,), 200, 30, gpu_types="H100-SXM,NoSuchGPU")
+    with pytest.raises(ScenarioError, match="rank_by"):
+        adv.AdviseRequest(2, TINY, (1,), 200, 30, rank_by="speed")

@@ -16,7 +16,7 @@ from helpers import check_invariants, strip_wall
 ROOT = Path(__file__).resolve().parents[1]
 
 STATS = {"mean", "p50", "p90", "p99"}
-GROUP = {"count", "ttft_ms", "tpot_ms", "e2e_ms"}
+GROUP = {"count", "ttft_ms", "tpot_ms", "e2e_ms", "client_wait_ms"}
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -44,8 +44,9 @@ def run_json(*args: str) -> dict:
 
 def test_run_json_prints_exactly_the_documented_keys():
     s = run_json("conversations=20", "layout=1P_2D_1pD")
-    assert set(s) == {"scenario", "groups", "warnings", "slo_attainment", "success_rate", "throughput", "kv",
-                      "local_share", "sim"}
+    assert set(s) == {"scenario", "groups", "warnings", "slo_attainment", "success_rate", "throughput", "kv", "local_share",
+                      "slo_joint", "saturation", "sim"}
+    assert set(s["saturation"]) == {"saturated", "offered_qps", "served_qps", "resource", "busy", "evidence"}
     assert s["scenario"] == Scenario(conversations=20, layout="1P_2D_1pD").to_dict()
     assert set(s["groups"]) == {"turn1", "turn2plus", "all"}
     for g in s["groups"].values():
@@ -129,3 +130,17 @@ def test_human_output_and_no_command():
     assert "turn2plus" in r.stdout and "success rate" in r.stdout
     r = cli()
     assert r.returncode == 2
+
+
+def test_goodput_json_prints_exactly_the_documented_keys():
+    r = cli("goodput", "layout=1P_1pD", "conversations=30", "--attain", "0.5", "--rel-tol", "0.3", "--no-cache",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert set(d) == {"scenario", "attain", "systems"} and d["attain"] == 0.5
+    assert set(d["systems"]) == {"PPD", "PD", "Replica"}
+    for v in d["systems"].values():
+        assert set(v) == {"goodput_qps", "goodput_qps_per_gpu", "goodput_qps_per_usd_hour", "limit", "runs"}
+        assert v["limit"] in ("ttft", "tpot", "success") and v["runs"] >= 1
+    bad = cli("goodput", "--attain", "1.5")
+    assert bad.returncode == 2 and "attain" in bad.stderr and "Traceback" not in bad.stderr

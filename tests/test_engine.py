@@ -43,7 +43,7 @@ SCENARIOS = {
     "tp2-Qwen14B": (dict(layout="2P_2D", model="Qwen2.5-14B", tp="2", conversations=30, qps=8), {"all_ok"}),
     "arrival-window": (dict(layout="3P_1D", policy="ppd", qps=6, arrival_window_s=5), {"all_ok"}),
     "turns3-cc5-think": (dict(layout="2P_2pD", workload="small_short_gen", turns=3, conversations=30,
-                              client_concurrency=5, think_time_s=1.0), {"all_ok"}),
+                              client="benchmark", client_concurrency=5, think_time_s=1.0), {"all_ok"}),
     # 0.1 GB/s: 270-400 MB transfers queue on the links for seconds each, requests time out behind them
     "lowbw-fair-timeouts": (dict(layout="2P_2D", policy="pd", bandwidth_gbps=0.1, workload="large_huge_paste",
                                  conversations=30, qps=8, timeout_s=60), {"timeout", "transfers"}),
@@ -63,9 +63,9 @@ SCENARIOS = {
     "tiny-kv-ppd-timeout": (dict(layout="2P_2D", policy="ppd", workload="large_very_long_gen", conversations=23,
                                  qps=30, gpu_mem_util=0.232, seed=173, timeout_s=60), {"timeout"}),
     # Turn 1s time out while waiting for a client connection slot (never sent)
-    "short-timeout-cc1": (dict(layout="2P_2D", conversations=14, qps=30, client_concurrency=1, timeout_s=20,
+    "short-timeout-cc1": (dict(layout="2P_2D", conversations=14, qps=30, client="benchmark", client_concurrency=1, timeout_s=20,
                                seed=3), {"timeout", "unsent"}),
-    "short-timeout-cc5": (dict(layout="2P_2pD", conversations=40, qps=30, timeout_s=2, client_concurrency=5),
+    "short-timeout-cc5": (dict(layout="2P_2pD", conversations=40, qps=30, timeout_s=2, client="benchmark", client_concurrency=5),
                           {"timeout"}),
 }
 
@@ -337,7 +337,7 @@ EXACT_CASES = {
     "hybrid-tight-kv": dict(layout="1R_1P_1D_1pD", conversations=40, qps=8, gpu_mem_util=0.25, timeout_s=20),
     "dynamic-rehash-independent": dict(layout="2P_2D", policy="dynamic", conversations=30, qps=10,
                                        rehash_frac=0.3, link_sharing="independent", bandwidth_gbps=2),
-    "timeouts-cc5": dict(layout="2P_2pD", conversations=40, qps=10, timeout_s=3, client_concurrency=5),
+    "timeouts-cc5": dict(layout="2P_2pD", conversations=40, qps=10, timeout_s=3, client="benchmark", client_concurrency=5),
 }
 
 
@@ -362,7 +362,7 @@ def test_analytic_decode_equals_step_by_step(name):
 # ---- determinism --------------------------------------------------------------------------------------------
 DET_A = Scenario(layout="1P_2D_1pD", conversations=60, qps=8, rehash_frac=0.2, think_time_s=0.3)
 DET_B = Scenario(layout="2P_2D", policy="dynamic", workload="wildchat", conversations=60, qps=10,
-                 bandwidth_gbps=5, timeout_s=8, client_concurrency=10)
+                 bandwidth_gbps=5, timeout_s=8, client="benchmark", client_concurrency=10)
 
 
 def _fingerprint(res):

@@ -32,18 +32,18 @@ CASES = {
     "1R-small_mid_bal-open-chunked": (dict(layout="1R", workload="small_mid_bal", turns=3, conversations=40, qps=2,
                                            client_concurrency=0, think_time_s=0.0, max_batched_tokens=96), None),
     "2R-large_huge_paste-cc5-think": (dict(layout="2R", workload="large_huge_paste", turns=3, conversations=40,
-                                           qps=8, client_concurrency=5, think_time_s=0.5,
+                                           qps=8, client="benchmark", client_concurrency=5, think_time_s=0.5,
                                            max_batched_tokens=2048), None),
-    "4R-sharegpt-cc50": (dict(layout="4R", workload="sharegpt", conversations=60, qps=20, client_concurrency=50,
+    "4R-sharegpt-cc50": (dict(layout="4R", workload="sharegpt", conversations=60, qps=20, client="benchmark", client_concurrency=50,
                               think_time_s=0.0), None),
     "2R-wildchat-open-think-chunked": (dict(layout="2R", workload="wildchat", conversations=50, qps=1,
                                             client_concurrency=0, think_time_s=0.5, max_batched_tokens=512), None),
-    "1R-sharegpt-cc5": (dict(layout="1R", workload="sharegpt", conversations=40, qps=10, client_concurrency=5,
+    "1R-sharegpt-cc5": (dict(layout="1R", workload="sharegpt", conversations=40, qps=10, client="benchmark", client_concurrency=5,
                              think_time_s=0.0), None),
     "4R-wildchat-cc50-think": (dict(layout="4R", workload="wildchat", conversations=80, qps=30,
-                                    client_concurrency=50, think_time_s=0.5, max_batched_tokens=1024), None),
+                                    client="benchmark", client_concurrency=50, think_time_s=0.5, max_batched_tokens=1024), None),
     "2R-sharegpt-cc5-pinned": (dict(layout="2R", workload="sharegpt", conversations=50, qps=15,
-                                    client_concurrency=5, think_time_s=0.0, max_batched_tokens=1024), PINNED),
+                                    client="benchmark", client_concurrency=5, think_time_s=0.0, max_batched_tokens=1024), PINNED),
 }
 
 
@@ -139,7 +139,7 @@ def test_oracle_refuses_what_it_does_not_model():
 # conversations at the same instant; their hops must all see the batch after that iteration (the engine
 # once completed the co-finishers one by one, so the first conversation released counted the others in
 # api_us_per_seq and the FIFO order on the idle node flipped: conv 8 and 9 below, seen by the oracle).
-COFINISH = dict(layout="2R", workload="large_mid_bal", turns=1, conversations=12, qps=300, client_concurrency=6,
+COFINISH = dict(layout="2R", workload="large_mid_bal", turns=1, conversations=12, qps=300, client="benchmark", client_concurrency=6,
                 timeout_s=NEVER)
 HOP_PARAMS = replace(perf.PerfParams(), api_us_per_seq=300.0)
 

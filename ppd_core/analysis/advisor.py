@@ -23,6 +23,13 @@ Score (higher is better, in [0, 1])
     eligible and ranks after every eligible one. Order: eligible first, then score (desc), then mean
     throughput in tokens/s (desc), then mean Turn 2+ TTFT (asc), then the label (so the order is total).
 
+Rank by (``rank_by``)
+    ``attainment`` (the score above), ``goodput_per_gpu`` or ``goodput_per_usd``: the grid goodput (the
+    highest QPS of the range up to which every QPS has at least ``attain`` of Turn 2+ requests within both
+    SLOs, ``grid_goodput``) per GPU, or per GPU-dollar-hour (``Scenario.price_usd_h``: ``gpu_price_usd_h`` or
+    the catalog's public price). Ties: the score, then as above. ``gpu_types`` runs every candidate on each
+    listed GPU type (same GPU count), so the ranking compares GPU types too.
+
 Pareto front
     Per candidate, x = mean over the QPS range of the Turn 2+ mean TTFT and y = the same for TPOT (both
     lower is better). A candidate is on the front when no other has x' <= x and y' <= y with one strictly
@@ -53,9 +60,10 @@ MIN_SUCCESS = 0.95
 DEFAULT_QPS = (1.0, 2.0, 4.0, 8.0)
 # keys the advisor sets itself (the rest of the base scenario is the user's)
 ADVISOR_KEYS = ("layout", "policy", "qps", "w_ttft", "w_tpot", "slo_ttft_ms", "slo_tpot_ms")
-RANKED_COLUMNS = ("rank", "layout", "category", "policy", "w_ttft", "w_tpot", "label", "eligible", "score",
-                  "slo_ttft", "slo_tpot", "ttft_ms", "tpot_ms", "throughput_tok_s", "min_success_rate",
-                  "pareto", "explore")
+RANK_BY = ("attainment", "goodput_per_gpu", "goodput_per_usd")
+RANKED_COLUMNS = ("rank", "layout", "gpu", "category", "policy", "w_ttft", "w_tpot", "label", "eligible", "score",
+                  "slo_ttft", "slo_tpot", "goodput_qps", "goodput_per_gpu", "goodput_per_usd_h", "ttft_ms",
+                  "tpot_ms", "throughput_tok_s", "min_success_rate", "pareto", "explore")
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,7 @@ class Candidate:
     policy: str
     w_ttft: float = 1.0
     w_tpot: float = 1.0
+    gpu: str = ""            # "" = the base scenario's GPU
 
     @property
     def has_d(self) -> bool:
@@ -88,6 +97,9 @@ class AdviseRequest:
     slo_tpot_ms: float = 30.0
     weight_ttft: float = 1.0
     weight_tpot: float = 1.0
+    rank_by: str = "attainment"     # or goodput_per_gpu / goodput_per_usd (ties: the attainment score)
+    attain: float = 0.9             # goodput's share of Turn 2+ requests within both SLOs
+    gpu_types: tuple = ()           # GPU types to compare (catalog names); () = the base scenario's GPU
 
     def __post_init__(self) -> None:
         n = self.n_gpus
@@ -115,6 +127,14 @@ class AdviseRequest:
             object.__setattr__(self, key, _coerce(SPEC["w_ttft"], getattr(self, key)))
         if self.weight_ttft + self.weight_tpot <= 0:
             raise ScenarioError("weight_tpot", "the TTFT and TPOT weights cannot both be 0")
+        if self.rank_by not in RANK_BY:
+            raise ScenarioError("rank_by", f"{str(self.rank_by)[:40]!r} is not allowed; must be one of {', '.join(RANK_BY)}")
+        a = self.attain
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a) or not 0 < a <= 1:
+            raise ScenarioError("attain", f"{a!r} is not allowed; must be a number in (0, 1]")
+        raw = self.gpu_types.split(",") if isinstance(self.gpu_types, str) else self.gpu_types
+        gpus = tuple(dict.fromkeys(_coerce(SPEC["gpu"], g.strip() if isinstance(g, str) else g) for g in raw if g != ""))
+        object.__setattr__(self, "gpu_types", gpus)
 
     @property
     def nodes(self) -> int:
@@ -150,12 +170,15 @@ def candidate_layouts(nodes: int, hybrid_max: int = HYBRID_MAX_NODES) -> tuple[l
 def candidates(req: AdviseRequest) -> tuple[list[Candidate], list[str]]:
     layouts, notes = candidate_layouts(req.nodes)
     out = []
-    for text in layouts:
-        if parse_layout(text).n_D:
-            out += [Candidate(text, "pd"), Candidate(text, "ppd")]
-            out += [Candidate(text, "dynamic", 1.0, w) for w in DYNAMIC_W_TPOT]
-        else:
-            out.append(Candidate(text, "dynamic"))
+    for gpu in req.gpu_types or ("",):
+        for text in layouts:
+            if parse_layout(text).n_D:
+                out += [Candidate(text, "pd", gpu=gpu), Candidate(text, "ppd", gpu=gpu)]
+                out += [Candidate(text, "dynamic", 1.0, w, gpu) for w in DYNAMIC_W_TPOT]
+            else:
+                out.append(Candidate(text, "dynamic", gpu=gpu))
+    if req.gpu_types:
+        notes.append(f"GPU types compared: {', '.join(req.gpu_types)} (each candidate on each)")
     notes.insert(0, f"{req.n_gpus} GPUs at tp={req.base.tp} = {req.nodes} nodes: {len(layouts)} layouts, "
                     f"{len(out)} candidates (layouts with D nodes x pd, ppd, dynamic w_tpot in "
                     f"{{{', '.join(render_value(w) for w in DYNAMIC_W_TPOT)}}}), x {len(req.qps)} QPS "
@@ -165,7 +188,8 @@ def candidates(req: AdviseRequest) -> tuple[list[Candidate], list[str]]:
 
 def scenario_for(req: AdviseRequest, cand: Candidate, qps: float) -> Scenario:
     return req.base.with_(layout=cand.layout, policy=cand.policy, w_ttft=cand.w_ttft, w_tpot=cand.w_tpot,
-                          qps=qps, slo_ttft_ms=(req.slo_ttft_ms,), slo_tpot_ms=(req.slo_tpot_ms,))
+                          qps=qps, slo_ttft_ms=(req.slo_ttft_ms,), slo_tpot_ms=(req.slo_tpot_ms,),
+                          gpu=cand.gpu or req.base.gpu)
 
 
 def plan(req: AdviseRequest) -> tuple[list[Candidate], list[Scenario], list[str]]:
@@ -209,8 +233,13 @@ def rank(req: AdviseRequest, cands: Sequence[Candidate], runs) -> Any:
         score = float(((wt * a_ttft + wp * a_tpot) / (wt + wp)).mean())
         min_ok = float(part["success_rate"].min())
         top = part.iloc[-1]
+        good = grid_goodput(req.qps, part["slo_joint.attainment"].astype(float).tolist(), req.attain)
+        sc = scenario_for(req, c, req.qps[0])
+        price = sc.price_usd_h
         rows.append({
-            "layout": c.layout, "category": layout_kind(c.layout), "policy": c.policy,
+            "layout": c.layout, "gpu": sc.gpu, "category": layout_kind(c.layout), "policy": c.policy,
+            "goodput_qps": good, "goodput_per_gpu": good / sc.gpu_count,
+            "goodput_per_usd_h": good / (sc.gpu_count * price) if price > 0 else 0.0,
             "w_ttft": c.w_ttft, "w_tpot": c.w_tpot, "label": c.label,
             "eligible": min_ok >= MIN_SUCCESS, "score": round(score, 6),
             "slo_ttft": float(a_ttft.mean()), "slo_tpot": float(a_tpot.mean()),
@@ -225,12 +254,26 @@ def rank(req: AdviseRequest, cands: Sequence[Candidate], runs) -> Any:
     def key(r) -> tuple:
         ttft = r["ttft_ms"] if not math.isnan(r["ttft_ms"]) else math.inf
         tput = r["throughput_tok_s"] if not math.isnan(r["throughput_tok_s"]) else -math.inf
-        return (not r["eligible"], -r["score"], -tput, ttft, r["layout"], r["label"])
+        first = {"attainment": 0.0, "goodput_per_gpu": -r["goodput_per_gpu"],
+                 "goodput_per_usd": -r["goodput_per_usd_h"]}[req.rank_by]
+        return (not r["eligible"], first, -r["score"], -tput, ttft, r["layout"], r["gpu"], r["label"])
 
     order = sorted(range(len(df)), key=lambda i: key(df.iloc[i]))
     df = df.iloc[order].reset_index(drop=True)
     df.insert(0, "rank", range(1, len(df) + 1))
     return df[list(RANKED_COLUMNS)]
+
+
+def grid_goodput(qps: Sequence[float], attainment: Sequence[float], attain: float) -> float:
+    """Goodput on the advisor's QPS grid: the highest rate up to which every rate of the range has at least
+    ``attain`` of Turn 2+ requests within both SLOs (``slo_joint``); 0 if the lowest one misses. The
+    ``goodput`` command searches the rate itself (``analysis.goodput``); this reuses the advisor's runs."""
+    best = 0.0
+    for q, a in zip(qps, attainment):
+        if not a >= attain:
+            break
+        best = q
+    return float(best)
 
 
 def layout_kind(text: str) -> str:
@@ -268,11 +311,12 @@ def advise(req: AdviseRequest, *, trace=None, executor: str = "local", scheduler
     """Run every candidate over the QPS range and rank them. ``trace``: conversations for workload=trace."""
     if trace is not None and req.base.workload != "trace":
         req = AdviseRequest(req.n_gpus, req.base.with_(workload="trace"), req.qps, req.slo_ttft_ms,
-                            req.slo_tpot_ms, req.weight_ttft, req.weight_tpot)
+                            req.slo_tpot_ms, req.weight_ttft, req.weight_tpot, req.rank_by, req.attain,
+                            req.gpu_types)
     cands, scenarios, notes = plan(req)
     runs = run_grid(scenarios, executor=executor, scheduler=scheduler, workers=workers,
                           cache_dir=cache_dir, cache=cache, progress=progress, trace=trace, check=check)
-    runs.insert(0, "candidate", [c.label for c in cands for _ in req.qps])
+    runs.insert(0, "candidate", [c.label + (f" on {c.gpu}" if c.gpu else "") for c in cands for _ in req.qps])
     if req.base.workload == "trace":
         notes.append("workload=trace: the Explore links cannot carry the trace (open them from the CLI with "
                      "--trace FILE)")

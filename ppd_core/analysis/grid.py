@@ -13,7 +13,7 @@ from ..config.scenario import FIELDS, SPEC, Scenario, _coerce, parse, render_val
 
 MAX_GRID = 20_000                 # scenarios per sweep
 PAPER_QPS = (0.5, 1, 2, 4, 6, 8, 10, 12, 16, 20)
-PAPER_BASE = MappingProxyType({"policy": "pd", "arrival_window_s": 10, "client_concurrency": 50, "timeout_s": 120})
+PAPER_BASE = MappingProxyType({"policy": "pd", "arrival_window_s": 10, "client": "benchmark", "client_concurrency": 50, "timeout_s": 120})
 
 
 def expand_grid(base: Scenario | Mapping[str, Any] | None, axes: Mapping[str, Sequence[Any]]) -> list[Scenario]:

@@ -33,7 +33,7 @@ def cell_scenarios(sc: Scenario) -> list[tuple[tuple, Scenario, Scenario]]:
     common = dict(layout=base, gpu=sc.gpu, model=sc.model, tp=sc.tp, bandwidth_gbps=sc.bandwidth_gbps,
                   link_latency_us=sc.link_latency_us, link_sharing=sc.link_sharing,
                   max_batched_tokens=sc.max_batched_tokens, gpu_mem_util=sc.gpu_mem_util,
-                  arrival_window_s=10.0, client_concurrency=50, timeout_s=120.0, seed=0)
+                  arrival_window_s=10.0, client="benchmark", client_concurrency=50, timeout_s=120.0, seed=0)
     out = []
     for ctx in CONTEXT_CLASSES:
         for t2 in T2_TYPES:

@@ -3,12 +3,14 @@ each measured point into the scenario that reproduces how it was measured.
 
 Benchmark artefacts modelled (see README "Fidelity"):
 * comprehensive sweep: Poisson conversation arrivals inside a 10 s window (``arrival_window_s=10``), Turn 2
-  sent as soon as Turn 1 ends, a 50-connection client (``client_concurrency=50``) whose queue is inside
-  Turn-1 TTFT, a 120 s client timeout, and the proxy's routing-key quirk that sends ~2/9 of Turn-2
+  sent as soon as Turn 1 ends, the benchmark client with 50 connections (``client=benchmark``,
+  ``client_concurrency=50``) whose queue the benchmark counted inside Turn-1 TTFT (validate compares on that clock:
+  ``report.client_clock``), a 120 s client timeout, and the proxy's routing-key quirk that sends ~2/9 of Turn-2
   requests down P->D as "new conversations" (``rehash_frac=2/9``).
 * ShareGPT/WildChat runs: 500 conversations, 50-connection client, 180 s timeout; ``ppd_dynamic`` runs on
   layouts whose start scripts never passed the PPD flag (1P_2D_1pD, 1P_1D_2pD, 1R_1P_1D_1pD) are baseline runs.
-  The engine's table chose PPD in 177-180 of 180 cells for the others, so they are simulated with ``ppd``.
+  The others (1P_3D, 2P_2D at weights (1,1), (1,2), (2,1)) are simulated with ``policy=dynamic`` at the run's
+  ``w_ttft``/``w_tpot`` (the online Eq.1); validate reports their error as its own rows ("dynamic").
 * turn/model scaling: conversations strictly one at a time (a 1-slot client, arrivals far apart).
 Deliberately left out: the md5/hash pinning of P to D (we pick P by least load), the back-to-back QPS
 points of the ShareGPT runs sharing warm prefix caches, infrastructure failures (backend crashes,
@@ -144,7 +146,7 @@ def _rows(kind: str, fname: str, line: int, r: dict) -> list[Row]:
         group = {"turn1": "turn1", "turn2": "turn2plus", "average": "all"}.get(turn, "")
         sc = None if reason else _scenario(reason, layout=config, policy="pd", model=model, gpu_mem_util=mem,
                                            workload=workload, qps=qps, arrival_window_s=10.0,
-                                           client_concurrency=50, timeout_s=120.0, rehash_frac=HASH_QUIRK_FRAC)
+                                           client="benchmark", client_concurrency=50, timeout_s=120.0, rehash_frac=HASH_QUIRK_FRAC)
         names = COMPREHENSIVE_METRICS
         pair = (workload, qps)
     elif kind == "trace":
@@ -152,7 +154,9 @@ def _rows(kind: str, fname: str, line: int, r: dict) -> list[Row]:
         qps = _f(r.get("qps")) or 0.0
         success = _f(r.get("success_rate_turns")) or 0.0
         mode = r.get("mode", "baseline")
-        policy = "ppd" if mode == "ppd_dynamic" and config in PPD_FLAG_LAYOUTS else "pd"
+        dynamic = mode == "ppd_dynamic" and config in PPD_FLAG_LAYOUTS
+        policy = "dynamic" if dynamic else "pd"   # the proxy's decision engine: Eq.1 online at its weights
+        weights = {"w_ttft": _f(r.get("w_ttft")) or 1.0, "w_tpot": _f(r.get("w_tpot")) or 1.0} if dynamic else {}
         turn = r.get("turn_group", "")
         group = {"turn1": "turn1", "turn2plus": "turn2plus", "all_turns": "all"}.get(turn, "")
         if success < 95.0:
@@ -160,7 +164,7 @@ def _rows(kind: str, fname: str, line: int, r: dict) -> list[Row]:
         convs = int(_f(r.get("num_conversations")) or 500)
         sc = None if reason else _scenario(reason, layout=config, policy=policy, model=model, gpu_mem_util=mem,
                                            workload=workload, qps=qps, conversations=convs,
-                                           client_concurrency=50, timeout_s=180.0)
+                                           client="benchmark", client_concurrency=50, timeout_s=180.0, **weights)
         names = TRACE_METRICS
         pair = (workload, qps, r.get("weights", ""))
     else:  # scaling: sequential conversations of 128 -> 128 turns
@@ -178,7 +182,7 @@ def _rows(kind: str, fname: str, line: int, r: dict) -> list[Row]:
         convs = max(int(_f(r.get("total_conversations")) or 10), 1)
         sc = None if reason else _scenario(reason, layout=config, policy="pd", model=model, gpu_mem_util=mem,
                                            workload=workload, turns=n_turns, conversations=convs, qps=0.01,
-                                           client_concurrency=1, timeout_s=180.0)
+                                           client="benchmark", client_concurrency=1, timeout_s=180.0)
         names = SCALING_METRICS
         pair = (workload, n_turns)
     if not group:

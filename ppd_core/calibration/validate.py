@@ -13,6 +13,7 @@ import numpy as np
 from ..analysis.pool import WorkerPool, local_workers
 from ..analysis.progress import Progress
 from ..analysis.runs import run
+from ..metrics import report
 from ..config.scenario import Scenario
 from ..model.params import PerfParams
 from .measured import Row, read_dir
@@ -26,12 +27,13 @@ def _sim_metrics(args: tuple[Scenario, PerfParams | None, bool]) -> dict:
     sc, params, per_turn = args
     res = run(sc, params=params)
     out: dict[str, dict] = {}
-    for g, d in res.summary["groups"].items():
+    clock = report.client_clock(res.records)   # the benchmark measured TTFT / E2E from the request's creation
+    for g, d in report.groups(clock).items():
         out[g] = _flatten(d)
     out["_point"] = {"success_rate": 100.0 * res.summary["success_rate"],
                      "throughput_tok_s": res.summary["throughput"]["tokens_per_s"]}
     if per_turn:
-        df = res.records[res.records["status"] == "ok"]
+        df = clock[clock["status"] == "ok"]
         for k, sub in df.groupby("turn"):
             d = {}
             for col, name in (("ttft_ms", "ttft"), ("tpot_ms", "tpot"), ("e2e_ms", "e2e")):
@@ -88,6 +90,7 @@ class Point:
     simulated: float | None
     success: float
     reason: str = ""
+    mode: str = ""          # "dynamic": a measured ppd_dynamic run simulated with policy=dynamic (own error rows)
 
 
 def points(rows: list[Row], sims: dict[Scenario, dict]) -> list[Point]:
@@ -99,7 +102,8 @@ def points(rows: list[Row], sims: dict[Scenario, dict]) -> list[Point]:
             if sim is not None:
                 s = sim.get(r.group, {}).get(m)
             out.append(Point(r.file, r.config, r.workload, r.qps, r.turn, m, v, s, r.success,
-                             r.reason if not r.usable else ("" if s is not None else "no simulated value")))
+                             r.reason if not r.usable else ("" if s is not None else "no simulated value"),
+                             "dynamic" if r.scenario is not None and r.scenario.policy == "dynamic" else ""))
         if not r.metrics and not r.usable:
             out.append(Point(r.file, r.config, r.workload, r.qps, r.turn, "", float("nan"), None, r.success,
                              r.reason))
@@ -172,6 +176,9 @@ def _knee(qs: list[float], med: dict[float, float]) -> float | None:
 
 
 def summarize(pts: list[Point]) -> dict:
+    everything = pts
+    dyn = [p for p in pts if p.mode == "dynamic"]
+    pts = [p for p in pts if p.mode != "dynamic"]
     sets = target_sets(pts)
     layouts = sorted({p.config for p in pts})
     per_layout = {}
@@ -182,8 +189,9 @@ def summarize(pts: list[Point]) -> dict:
         "per_layout": per_layout,
         "winner_agreement": winner_agreement(pts),
         "saturation_qps": saturation(pts),
-        "points": {"total": len(pts), "simulated": sum(p.simulated is not None for p in pts),
-                   "not_simulated": sum(p.simulated is None for p in pts)},
+        "dynamic": {name: _mape(ps) for name, ps in target_sets(dyn).items()},
+        "points": {"total": len(everything), "simulated": sum(p.simulated is not None for p in everything),
+                   "not_simulated": sum(p.simulated is None for p in everything)},
     }
 
 
@@ -213,6 +221,12 @@ def format_report(summary: dict, notes: list[str]) -> str:
     o = summary["overall"]
     lines.append(f"{'overall':<14} {cell(o['turn2_tpot_mean']):>18} {cell(o['turn2_ttft_p50_unsaturated']):>18} "
                  f"{cell(o['turn2_e2e_mean']):>18}")
+    d = summary.get("dynamic")
+    if d:
+        lines.append(f"{'dynamic Eq.1':<14} {cell(d['turn2_tpot_mean']):>18} {cell(d['turn2_ttft_p50_unsaturated']):>18} "
+                     f"{cell(d['turn2_e2e_mean']):>18}")
+        lines.append("  (measured ppd_dynamic ShareGPT runs, 1P_3D / 2P_2D at weights (1,1) (1,2) (2,1), simulated "
+                     "with policy=dynamic; not in the rows above)")
     lines.append("* unsaturated points only: measured success >= 95 % and TTFT < 1 s")
     w = summary["winner_agreement"]
     if w["agreement"] is not None:

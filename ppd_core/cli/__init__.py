@@ -1,4 +1,4 @@
-"""Layer 9: the command line, ``python -m ppd_core run|bench|sweep|advise|validate|calibrate|paper ...`` (also
+"""Layer 9: the command line, ``python -m ppd_core run|bench|sweep|goodput|advise|validate|calibrate|paper ...`` (also
 installed as ``ppd``). One module per command, each with ``NAME``, ``add_parser(sub)`` and ``handle(args)``;
 the library modules below hold no argparse.
 
@@ -11,10 +11,10 @@ import sys
 from typing import Sequence
 
 from ..config.errors import PPDError
-from . import advise, bench, calibrate, paper, run, sweep, validate
+from . import advise, bench, calibrate, goodput, paper, run, sweep, validate
 from .common import Parser
 
-COMMANDS = (run, bench, sweep, calibrate, validate, paper, advise)   # in the order `--help` lists them
+COMMANDS = (run, bench, sweep, goodput, calibrate, validate, paper, advise)   # in the order `--help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ import argparse
 import math
 import sys
 
-from ..analysis.advisor import ADVISOR_KEYS, DEFAULT_QPS, Advice, AdviseRequest, advise, base_from_pairs
+from ..analysis.advisor import ADVISOR_KEYS, DEFAULT_QPS, RANK_BY, Advice, AdviseRequest, advise, base_from_pairs
 from ..analysis.output import out_format, write_frame
 from ..analysis.progress import TextProgress
 from ..config.errors import ScenarioError
@@ -33,6 +33,12 @@ def add_parser(sub) -> None:
     p.add_argument("--slo-tpot-ms", type=float, default=30.0, help="Turn 2+ TPOT SLO threshold (default 30)")
     p.add_argument("--weight-ttft", type=float, default=1.0, help="weight of TTFT attainment in the score")
     p.add_argument("--weight-tpot", type=float, default=1.0, help="weight of TPOT attainment in the score")
+    p.add_argument("--rank-by", choices=RANK_BY, default="attainment",
+                   help="attainment: the SLO score; goodput_per_gpu / goodput_per_usd: the highest QPS of the range "
+                        "meeting both SLOs for --attain of Turn 2+, per GPU or per GPU-dollar-hour (ties: score)")
+    p.add_argument("--attain", type=float, default=0.9, help="goodput's share of Turn 2+ within both SLOs (0.9)")
+    p.add_argument("--gpu-types", default="", metavar="A,B",
+                   help="compare GPU types: run every candidate on each, e.g. H100-SXM,A100-80GB")
     add_trace_args(p, "a trace file as the workload (ShareGPT JSON, Mooncake, CSV); each QPS scales a "
                       "timestamped trace's own rate")
     p.add_argument("--top", type=int, default=10, help="rows to print (default 10)")
@@ -48,11 +54,14 @@ def format_advice(adv: Advice, top: int = 10) -> str:
              f"(weight {render_value(r.weight_tpot)})"]
     lines += [f"  {n}" for n in adv.notes]
     lines.append("")
-    lines.append(f"{'rank':>4}  {'layout':<14} {'policy':<20} {'score':>6} {'TTFT SLO':>8} {'TPOT SLO':>8} "
-                 f"{'T2+ TTFT':>9} {'T2+ TPOT':>8} {'tok/s':>8} {'min ok':>7} pareto")
+    lines.append(f"ranked by {r.rank_by}" + ("" if r.rank_by == "attainment" else
+                 f" (goodput: highest QPS of the range with >= {r.attain:.0%} of Turn 2+ within both SLOs)"))
+    lines.append(f"{'rank':>4}  {'layout':<14} {'gpu':<10} {'policy':<20} {'score':>6} {'TTFT SLO':>8} {'TPOT SLO':>8} "
+                 f"{'gput/GPU':>8} {'gput/$h':>8} {'T2+ TTFT':>9} {'T2+ TPOT':>8} {'tok/s':>8} {'min ok':>7} pareto")
     for row in adv.ranked.head(top).itertuples():
-        lines.append(f"{row.rank:>4}  {row.layout:<14} {row.label:<20} {row.score:>6.3f} {row.slo_ttft:>8.1%} "
-                     f"{row.slo_tpot:>8.1%} {_ms(row.ttft_ms):>9} {_ms(row.tpot_ms):>8} "
+        lines.append(f"{row.rank:>4}  {row.layout:<14} {row.gpu:<10} {row.label:<20} {row.score:>6.3f} {row.slo_ttft:>8.1%} "
+                     f"{row.slo_tpot:>8.1%} {row.goodput_per_gpu:>8.3g} {row.goodput_per_usd_h:>8.3g} "
+                     f"{_ms(row.ttft_ms):>9} {_ms(row.tpot_ms):>8} "
                      f"{row.throughput_tok_s:>8,.0f} {row.min_success_rate:>7.1%} {'*' if row.pareto else ''}")
     if len(adv.ranked) > top:
         lines.append(f"... {len(adv.ranked) - top} more candidates (--top N, or --out FILE for all)")
@@ -80,7 +89,7 @@ def handle(args) -> int:
     if args.trace:
         base = base.with_(workload="trace")
     req = AdviseRequest(args.gpus, base, args.qps, args.slo_ttft_ms, args.slo_tpot_ms, args.weight_ttft,
-                        args.weight_tpot)
+                        args.weight_tpot, args.rank_by, args.attain, args.gpu_types)
     trace = cli_trace(args, req.qps, sys.stderr)
     bar = TextProgress("advise")
     try:

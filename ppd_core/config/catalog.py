@@ -22,6 +22,9 @@ class GPU:
     hbm_tbps: float      # HBM bandwidth, in 1e12 B/s
     memory_gb: float     # HBM capacity, in 1e9 B
     source: str
+    price_usd_h: float = 0.0   # public hourly price of one GPU (USD); 0 = unknown
+    price_source: str = ""     # who charges it, where it was read (data/anchors/gpu_prices.csv)
+    price_date: str = ""       # when it was read
 
     @property
     def flops(self) -> float:
@@ -89,8 +92,10 @@ def gpus() -> Mapping[str, GPU]:
     out = {}
     for name, e in _load("gpus.json").items():
         where = f"data/gpus.json[{name}]"
+        price = _positive(e, "price_usd_h", where) if "price_usd_h" in e else 0.0
         out[name] = GPU(name, _positive(e, "bf16_tflops", where), _positive(e, "hbm_tbps", where),
-                        _positive(e, "memory_gb", where), str(e.get("source", "")))
+                        _positive(e, "memory_gb", where), str(e.get("source", "")), price,
+                        str(e.get("price_source", "")), str(e.get("price_date", "")))
     return MappingProxyType(out)
 
 

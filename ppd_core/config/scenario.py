@@ -19,6 +19,7 @@ from .layout import Layout, parse_layout
 
 POLICIES = ("pd", "ppd", "dynamic", "dynamic-table")
 LINK_SHARING = ("fair", "independent")
+CLIENTS = ("open", "benchmark")
 
 # Size caps: no input may make a run unbounded.
 MAX_CONVERSATIONS = 20_000
@@ -99,6 +100,8 @@ FIELDS: tuple[FieldSpec, ...] = (
               "always local append-prefill), dynamic (Eq.1 per request from live state), dynamic-table (the "
               "paper's offline lookup table). pD nodes always serve Turn 2+ locally.", choices=POLICIES),
     FieldSpec("gpu", "choice", "H100-SXM", "", "GPU type of every node (data/gpus.json).", choices=_gpu_names),
+    FieldSpec("gpu_price_usd_h", "float", 0.0, "USD/GPU-h", "Hourly price of one GPU for the per-dollar goodput; "
+              "0 = the catalog's public price (data/gpus.json, sourced and dated).", lo=0.0, hi=1_000.0),
     FieldSpec("model", "choice", "Llama-3.1-8B", "", "Served model (data/models.json).", choices=_model_names),
     FieldSpec("tp", "choice", "1", "GPUs/node", "Tensor-parallel degree: GPUs per node.", choices=("1", "2", "4", "8")),
     FieldSpec("bandwidth_gbps", "float", 150.0, "GB/s", "Effective KV-transfer bandwidth per link direction "
@@ -119,9 +122,13 @@ FIELDS: tuple[FieldSpec, ...] = (
               "window: int(qps x window) Poisson draws, those before the window end are kept.", lo=0.0, hi=3_600.0),
     FieldSpec("think_time_s", "float", 0.0, "s", "Pause between a turn's last token and the next turn's request.",
               lo=0.0, hi=3_600.0),
-    FieldSpec("client_concurrency", "int", 50, "conv", "Closed-loop client cap: at most this many conversations "
-              "in flight, new ones wait (inside Turn-1 TTFT). The measured benchmarks used 50; 0 = open loop.",
-              lo=0, hi=100_000),
+    FieldSpec("client", "choice", "open", "", "Traffic model: open (Poisson conversations that never wait for "
+              "the server: production-like) or benchmark (the measured closed-loop client: at most "
+              "client_concurrency conversations in flight, new ones wait in the client, reported as "
+              "client_wait_ms).", choices=CLIENTS),
+    FieldSpec("client_concurrency", "int", 50, "conv", "Benchmark client only (client=benchmark): at most this "
+              "many conversations in flight, new ones wait in the client (client_wait_ms, not in TTFT). The "
+              "measured benchmarks used 50; 0 = no cap.", lo=0, hi=100_000),
     FieldSpec("w_ttft", "float", 1.0, "", "Weight of the relative TTFT gain in Eq.1 (S = w_ttft*dTTFT - "
               "w_tpot*dTPOT; S > 0 serves Turn 2+ locally).", lo=0.0, hi=100.0),
     FieldSpec("w_tpot", "float", 1.0, "", "Weight of the relative TPOT loss in Eq.1.", lo=0.0, hi=100.0),
@@ -222,6 +229,7 @@ class Scenario:
     layout: str = "2P_2pD"
     policy: str = "dynamic"
     gpu: str = "H100-SXM"
+    gpu_price_usd_h: float = 0.0
     model: str = "Llama-3.1-8B"
     tp: str = "1"
     bandwidth_gbps: float = 150.0
@@ -233,6 +241,7 @@ class Scenario:
     conversations: int = 500
     arrival_window_s: float = 0.0
     think_time_s: float = 0.0
+    client: str = "open"
     client_concurrency: int = 50
     w_ttft: float = 1.0
     w_tpot: float = 1.0
@@ -257,6 +266,16 @@ class Scenario:
     @property
     def tp_degree(self) -> int:
         return int(self.tp)
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs of the layout: nodes x tensor-parallel degree."""
+        return self.layout_obj.nodes * self.tp_degree
+
+    @property
+    def price_usd_h(self) -> float:
+        """Hourly price of one GPU: ``gpu_price_usd_h``, or the catalog's public price when it is 0."""
+        return self.gpu_price_usd_h or catalog.gpus()[self.gpu].price_usd_h
 
     def expected_requests(self) -> float:
         from .workload_catalog import mean_turns

@@ -1,11 +1,17 @@
 """Per-request records and the run summary.
 
 Definitions (the PPD benchmark's, used everywhere in this project):
-  TTFT  = first token time - request send time (Turn 1 includes waiting for a client connection slot)
+  TTFT  = first token time - time the request left the client (the server's TTFT, every turn)
   TPOT  = (E2E - TTFT) / (output tokens - 1)
-  E2E   = last token time - request send time
+  E2E   = last token time - time the request left the client
+  client_wait_ms = time the request waited inside the client for a connection slot before it was sent
+          (only the benchmark client, client=benchmark, waits; Turn 1 only; 0 under client=open). The measured
+          benchmark's own clock starts at the request's creation: its TTFT = TTFT + client_wait_ms
+          (``client_clock``)
   Turn 2+ = every turn with index >= 2
   SLO attainment = share of successful Turn 2+ requests at or under the threshold
+  joint SLO attainment (slo_joint, goodput's test) = share of attempted Turn 2+ requests that succeeded with
+          TTFT <= the first slo_ttft_ms and TPOT <= the first slo_tpot_ms
   success rate = successful requests / attempted requests (turns after a failure are never sent)
   local share = share of Turn 2+ requests served without P (append-prefill on the decode node, or a replica)
   link utilization = bytes moved / (run duration x total egress bandwidth of the P nodes)
@@ -18,10 +24,16 @@ import numpy as np
 import pandas as pd
 
 from ..sim.request import OK, PD
+from .saturation import saturation
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
-                  "output_tokens", "kv_bytes", "status", "ttft_ms", "tpot_ms", "e2e_ms")
+                  "output_tokens", "kv_bytes", "status", "ttft_ms", "tpot_ms", "e2e_ms", "client_wait_ms",
+                  "est_ttft_local_ms", "est_ttft_pd_ms", "est_dttft", "est_dtpot", "est_score")
+# the Eq.1 inputs a Turn 2+ request on a D node was decided on (NaN elsewhere): estimated TTFT of each path,
+# relative TTFT gain of local and relative TPOT loss of local (policies.estimate), and S = w_ttft*dTTFT - w_tpot*dTPOT
+EST_COLUMNS = (("est_ttft_local_ms", "ttft_local", 1e3), ("est_ttft_pd_ms", "ttft_pd", 1e3),
+               ("est_dttft", "d_ttft", 1.0), ("est_dtpot", "d_tpot", 1.0), ("est_score", "score", 1.0))
 
 
 def records(sim) -> pd.DataFrame:
@@ -35,13 +47,16 @@ def records(sim) -> pd.DataFrame:
     ttft = np.where(ok, (first - sent) * 1e3, np.nan)
     e2e = np.where(ok, (fin - sent) * 1e3, np.nan)
     tpot = np.where(ok & (out > 1), (e2e - ttft) / np.maximum(out - 1, 1), np.nan)
+    wait = np.array([(r.sent - r.created) * 1e3 if r.path else math.nan for r in reqs], dtype=float)
+    est = {col: np.array([r.est[key] * f if r.est is not None else math.nan for r in reqs], dtype=float)
+           for col, key, f in EST_COLUMNS}
     return pd.DataFrame({
         "conversation": np.array([r.conv for r in reqs], dtype=np.int64),
         "turn": np.array([r.turn for r in reqs], dtype=np.int64),
         "path": [r.path or "none" for r in reqs],
         "prefill_node": [names[r.prefill_node] if r.prefill_node >= 0 else "" for r in reqs],
         "decode_node": [names[r.decode_node] if r.decode_node >= 0 else "" for r in reqs],
-        "arrival_s": sent,
+        "arrival_s": np.array([r.created for r in reqs], dtype=float),   # made by the client
         "first_token_s": np.where(first >= 0, first, np.nan),
         "finish_s": np.where(fin >= 0, fin, np.nan),
         "new_input_tokens": np.array([r.new_input for r in reqs], dtype=np.int64),
@@ -51,8 +66,18 @@ def records(sim) -> pd.DataFrame:
         "output_tokens": out,
         "kv_bytes": np.array([r.kv_bytes for r in reqs], dtype=np.int64),
         "status": [r.status for r in reqs],
-        "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e,
+        "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e, "client_wait_ms": wait, **est,
     }, columns=list(RECORD_COLUMNS))
+
+
+def client_clock(df: pd.DataFrame) -> pd.DataFrame:
+    """The records as the measured benchmark's clock saw them: TTFT and E2E from the request's creation in
+    the client (``ttft_ms``/``e2e_ms`` + ``client_wait_ms``). Used to compare with measured runs."""
+    out = df.copy()
+    wait = np.nan_to_num(df["client_wait_ms"].to_numpy(), nan=0.0)
+    out["ttft_ms"] = df["ttft_ms"].to_numpy() + wait
+    out["e2e_ms"] = df["e2e_ms"].to_numpy() + wait
+    return out
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -68,17 +93,26 @@ def _r(x: float) -> float:
     return float(f"{float(x):.6g}")
 
 
+def groups(df: pd.DataFrame) -> dict:
+    """TTFT / TPOT / E2E / client-wait statistics of the successful requests by turn group."""
+    ok = df["status"].to_numpy() == OK
+    turn = df["turn"].to_numpy()
+    out = {}
+    for name, mask in (("turn1", turn == 1), ("turn2plus", turn >= 2), ("all", np.ones(len(df), bool))):
+        m = mask & ok
+        out[name] = {"count": int(m.sum()),
+                     "ttft_ms": _stats(df["ttft_ms"].to_numpy()[m]),
+                     "tpot_ms": _stats(df["tpot_ms"].to_numpy()[m]),
+                     "e2e_ms": _stats(df["e2e_ms"].to_numpy()[m]),
+                     "client_wait_ms": _stats(df["client_wait_ms"].to_numpy()[m])}
+    return out
+
+
 def summary(sim, df: pd.DataFrame) -> dict:
     sc = sim.sc
     ok = df["status"].to_numpy() == OK
     turn = df["turn"].to_numpy()
-    groups = {}
-    for name, mask in (("turn1", turn == 1), ("turn2plus", turn >= 2), ("all", np.ones(len(df), bool))):
-        m = mask & ok
-        groups[name] = {"count": int(m.sum()),
-                        "ttft_ms": _stats(df["ttft_ms"].to_numpy()[m]),
-                        "tpot_ms": _stats(df["tpot_ms"].to_numpy()[m]),
-                        "e2e_ms": _stats(df["e2e_ms"].to_numpy()[m])}
+    groups_ = groups(df)
     t2 = (turn >= 2) & ok
     slo = {}
     for thr in sc.slo_ttft_ms:
@@ -98,14 +132,16 @@ def summary(sim, df: pd.DataFrame) -> dict:
     local = float(np.mean(paths[t2_all] != PD)) if t2_all.any() else 0.0
     return {
         "scenario": sc.to_dict(),
-        "groups": groups,
-        "warnings": sample_warnings(groups),
+        "groups": groups_,
+        "warnings": sample_warnings(groups_),
         "slo_attainment": slo,
         "success_rate": _r(ok.mean()) if attempted else 0.0,
         "throughput": {"requests_per_s": _r(ok.sum() / duration), "tokens_per_s": _r(tokens / duration)},
         "kv": {"bytes": moved, "transfers": int((df["kv_bytes"].to_numpy() > 0).sum()),
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
         "local_share": _r(local),
+        "slo_joint": slo_joint(df, sc.slo_ttft_ms[0], sc.slo_tpot_ms[0]),
+        "saturation": saturation(sim, df),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
     }
 
@@ -119,6 +155,21 @@ def sample_warnings(groups: dict, min_n: int = MIN_SAMPLE) -> list[str]:
     return [f"{name}: no successful requests; its figures are empty" if d["count"] == 0 else
             f"{name}: figures rest on {d['count']} requests (fewer than {min_n}); treat them as noisy"
             for name, d in groups.items() if d["count"] < min_n]
+
+
+def slo_joint(df: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> dict:
+    """Goodput's test (DistServe): the share of *attempted* Turn 2+ requests that succeeded and met both the
+    TTFT and the TPOT SLO (a failed request meets neither), with each condition's own share."""
+    t2 = df["turn"].to_numpy() >= 2
+    ok = df["status"].to_numpy()[t2] == OK
+    ttft = df["ttft_ms"].to_numpy()[t2]
+    tpot = df["tpot_ms"].to_numpy()[t2]
+    t_ok = ok & (ttft <= ttft_ms)
+    p_ok = ok & (np.isnan(tpot) | (tpot <= tpot_ms))    # one-token answers have no TPOT: they meet it
+    n = int(t2.sum())
+    share = (lambda m: _r(m.mean()) if n else 0.0)
+    return {"slo_ttft_ms": ttft_ms, "slo_tpot_ms": tpot_ms, "requests": n, "attainment": share(t_ok & p_ok),
+            "ttft": share(t_ok), "tpot": share(p_ok), "success": share(ok)}
 
 
 def slo_label(x: float) -> str:

@@ -28,7 +28,7 @@ def engine_scenarios(layouts: Sequence[str] = ENGINE_LAYOUTS, conversations: int
                     base = bench_scenario(layout=lay, workload=wl, qps=q, rehash_frac=0.0)
                     label = f"{lay} {wl} QPS {q:g} (benchmark window)"
                 else:
-                    base = Scenario(layout=lay, workload=wl, qps=q, conversations=conversations)
+                    base = Scenario(layout=lay, workload=wl, qps=q, conversations=conversations, client="benchmark")
                     label = f"{lay} {wl} QPS {q:g}"
                 for pol in ("pd", "ppd", "dynamic", "dynamic-table"):
                     out.append((label, base.with_(policy=pol)))

@@ -13,7 +13,7 @@ from .published import FIG5_BW, PUB_FIG5
 
 
 def fig5_scenarios(conversations: int = 500) -> list[Scenario]:
-    base = Scenario(layout="1P_3D", workload="wildchat", qps=1.0, conversations=conversations,
+    base = Scenario(layout="1P_3D", workload="wildchat", qps=1.0, conversations=conversations, client="benchmark",
                     link_sharing="independent")
     return [base.with_(bandwidth_gbps=bw, policy=pol) for bw in FIG5_BW for pol in ("pd", "dynamic")]
 

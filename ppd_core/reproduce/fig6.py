@@ -16,7 +16,8 @@ def fig6_scenarios(workload: str = FIG6_WORKLOAD, qps: Sequence[float] = FIG6_QP
                    conversations: int = 500) -> list[tuple[float, str, float, Scenario]]:
     out = []
     for q in qps:
-        base = Scenario(layout="1P_3D", workload=workload, qps=q, conversations=conversations, w_ttft=1.0)
+        base = Scenario(layout="1P_3D", workload=workload, qps=q, conversations=conversations, w_ttft=1.0,
+                        client="benchmark")
         out.append((q, "static PD (x=0)", math.nan, base.with_(policy="pd")))
         for w in FIG6_W_TPOT:
             out.append((q, f"w_tpot={w:g}", w, base.with_(policy="dynamic", w_tpot=w)))

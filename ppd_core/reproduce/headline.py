@@ -17,7 +17,7 @@ def headline_scenarios(conversations: int = 500,
                        qps: Sequence[float] = HEADLINE_QPS) -> list[tuple[float, str, Scenario]]:
     out = []
     for q in qps:
-        base = Scenario(workload="sharegpt", qps=q, conversations=conversations)
+        base = Scenario(workload="sharegpt", qps=q, conversations=conversations, client="benchmark")
         out += [(q, "2P_2D (x=0)", base.with_(layout="2P_2D", policy="pd")),
                 (q, "2P_2pD (x=1)", base.with_(layout="2P_2pD", policy="ppd")),
                 (q, "2P_2D dynamic (PPD)", base.with_(layout="2P_2D", policy="dynamic"))]

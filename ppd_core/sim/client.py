@@ -1,6 +1,8 @@
-"""The benchmark client: conversations arrive, each sends its turns one after another (the next turn when the
-previous one finished, after ``think_time_s``), at most ``client_concurrency`` conversations hold a connection,
-and every request carries its timeout. A mixin of ``engine.Simulator``: it works on the simulator's state (the
+"""The client: conversations arrive, each sends its turns one after another (the next turn when the
+previous one finished, after ``think_time_s``), and every request carries its timeout. ``client=open``: a
+conversation's first turn is sent the moment it arrives (production traffic never waits for the server).
+``client=benchmark``: the measured closed-loop client, at most ``client_concurrency`` conversations hold a
+connection and new ones wait in the client (``Request.created`` -> ``Request.sent``: ``client_wait_ms``). A mixin of ``engine.Simulator``: it works on the simulator's state (the
 request list, connection slots, conversation states) and hands each request to the proxy (``_send``).
 """
 from __future__ import annotations
@@ -37,9 +39,9 @@ class Client:
     def _arrival(self, cs: ConvState, t: float) -> None:
         self.arrived += 1
         req = self._new_request(cs, t)
-        cap = self.sc.client_concurrency
+        cap = self.cap
         if cap and self.active >= cap:
-            self.queue.append(req)       # waits for a client connection; the wait is inside Turn-1 TTFT
+            self.queue.append(req)       # waits for a client connection (client_wait_ms, outside TTFT)
         else:
             self.active += 1
             self._send(req, t)

@@ -20,6 +20,7 @@ from .events import EventKind
 from .fabric import Fabric
 from .kvcache import BLOCK
 from .node import Node
+from .estimate import estimate
 from .policies import POLICIES
 from .request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT, Request
 from .router import LeastLoaded, PRouter
@@ -71,6 +72,7 @@ class Simulator(Client):
         self.events = 0
         self.requests: list[Request] = []
         self.active = 0
+        self.cap = sc.client_concurrency if sc.client == "benchmark" else 0   # client connection slots (0: none)
         self.queue: deque[Request] = deque()
         self.arrived = 0
         self.open_convs = len(self.convs)   # the run ends when every conversation has ended
@@ -142,6 +144,7 @@ class Simulator(Client):
         return self.arrived / self.now if self.now > 0 else self.sc.qps
 
     def _send(self, req: Request, t: float) -> None:
+        req.sent = t                     # leaves the client: TTFT counts from here
         cs = self.by_id[req.conv]
         fresh = req.turn == 1 or (self.sc.rehash_frac > 0 and self.rng_policy.random() < self.sc.rehash_frac)
         if fresh or cs.node is None:
@@ -154,8 +157,10 @@ class Simulator(Client):
             req.path = PD
         elif node.role == "pD":
             req.path = LOCAL
-        else:
-            req.path = LOCAL if self.policy(self.view, req, self.node_views[node.nid]) else PD
+        else:   # Turn 2+ on D: Eq.1's estimates are kept on the request whatever the policy
+            nv = self.node_views[node.nid]
+            req.est = estimate(self.view, req, nv)
+            req.path = LOCAL if self.policy(self.view, req, nv) else PD
         if req.path == PD:
             p = self.pick_p()
             req.prefill_node = p.nid

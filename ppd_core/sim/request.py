@@ -13,13 +13,15 @@ class Request:
     __slots__ = ("rid", "conv", "turn", "sent", "new_input", "output", "prompt", "path", "prefill_node",
                  "decode_node", "cached", "prefill_tokens", "kv_bytes", "first_token", "finish", "status",
                  "aborted", "remaining_prefill", "done_prefill", "full_prefill", "join_step",
-                 "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode")
+                 "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode", "created",
+                 "est")
 
     def __init__(self, rid: int, conv: int, turn: int, sent: float, new_input: int, output: int, prompt: int):
         self.rid = rid
         self.conv = conv
         self.turn = turn                # 1-based
-        self.sent = sent                # client send time (Turn 1: conversation arrival, queueing included)
+        self.created = sent             # the client made the request (Turn 1: the conversation's arrival)
+        self.sent = sent                # it left the client (later than created only while waiting for a slot)
         self.new_input = new_input
         self.output = output
         self.prompt = prompt            # prompt tokens = history + new input
@@ -42,3 +44,4 @@ class Request:
         self.prefill_done_at = -1.0
         self.transfer_done_at = -1.0
         self.blocks_decode = False      # its inbound transfer pauses the decode node's batch
+        self.est = None                 # Turn 2+ on a D node: the Eq.1 estimates it was decided on (dict)

@@ -33,12 +33,56 @@ class NodeView:
     def cached_for(self, conv: int, prompt: int) -> int:
         return self._node.kv.hit(conv, prompt)
 
+    def prefill_queue(self) -> list[tuple[int, int, bool]]:
+        """Prefill work queued ahead of a new request, FIFO: (tokens left, context done, full prefill) of the
+        admitted requests, then the requests still waiting for KV memory (with their prefix-cache hit; a PD-path
+        request waiting on D will compute one token)."""
+        n = self._node
+        q = [(r.remaining_prefill, r.done_prefill, r.full_prefill) for r in n.prefill_q if not r.aborted]
+        for r in n.waiting:   # priced with the prefix-cache hit they will get at admission (PD on D: none)
+            if not r.aborted:
+                c = 0 if (r.path == "pd" and n.role != "P") else n.kv.hit(r.conv, r.prompt)
+                q.append((r.prompt - c, c, c == 0) if r.path != "pd" or n.role == "P" else (1, r.prompt - 1, False))
+        return q
+
+    def busy_left(self) -> float:
+        """Seconds until the node's iteration in progress ends: exact for a decode step of a planned segment,
+        half the iteration for a mixed / prefill iteration (its start is not kept), 0 when idle."""
+        n = self._node
+        if not n.busy:
+            return 0.0
+        seg = n.seg
+        if seg is not None:
+            dt = n.sim.now - seg.start
+            a, b = seg.a, seg.b
+            j = 0
+            if dt > 0:   # the step in progress: the first j with (j+1) steps ending after dt
+                j = int(dt / a) if b <= 0 else int(max(dt / (a + b * seg.steps), 0))
+                while j + 1 < seg.steps and (j + 1) * a + b * (j + 1) * j * 0.5 <= dt:
+                    j += 1
+            end = (j + 1) * a + b * (j + 1) * j * 0.5
+            return max(end - dt, 0.0)
+        if n.iter is not None:
+            spec = [(k, r.done_prefill, r.full_prefill) for r, k in n.iter]
+            t = n.pm.iteration(spec, n.n_dec, n.ctx_sum())
+            if n.role == "P":
+                t += n.pm.p_send_s * sum(1 for r, k in n.iter if k == r.remaining_prefill)
+            return 0.5 * t
+        return 0.0
+
+    def remaining_decode_steps(self) -> int:
+        """Sum over the decode batch of the steps each request has left."""
+        n = self._node
+        s = n.steps
+        return sum(e[0] - s for e in n.dec_heap)
+
 
 class ClusterView:
     """The cluster as a policy sees it: node views, the P router's choice, fabric sharing, the observed load,
     the latency model, the Eq.1 weights and (policy ``dynamic-table``) the decision table."""
 
-    __slots__ = ("_sim", "_nodes", "pm", "w_ttft", "w_tpot", "table", "link_latency_s", "link_bandwidth_Bps")
+    __slots__ = ("_sim", "_nodes", "pm", "w_ttft", "w_tpot", "table", "link_latency_s", "link_bandwidth_Bps",
+                 "max_batched_tokens")
 
     def __init__(self, sim: Any):
         """``sim``: the engine (``engine.Simulator``); only the queries below reach it."""
@@ -49,6 +93,7 @@ class ClusterView:
         self.table = sim.table
         self.link_latency_s = sim.fabric.latency
         self.link_bandwidth_Bps = sim.fabric.bw
+        self.max_batched_tokens = sim.sc.max_batched_tokens
 
     def node(self, nid: int) -> NodeView:
         return self._nodes[nid]

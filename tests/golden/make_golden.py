@@ -52,7 +52,7 @@ for sharing in ("fair", "independent"):
     _add(f"link-{sharing}", "layout=3P_1D", "policy=pd", f"link_sharing={sharing}", "bandwidth_gbps=10", "qps=8",
          *SMALL)
 for cc in ("0", "50"):
-    _add(f"concurrency-{cc}", "layout=1P_3pD", f"client_concurrency={cc}", "qps=12", "conversations=80")
+    _add(f"concurrency-{cc}", "layout=1P_3pD", f"client_concurrency={cc}", "client=benchmark", "qps=12", "conversations=80")
 _add("rehash-think", "layout=2P_2D", "policy=dynamic", "rehash_frac=0.3", "think_time_s=0.5", "turns=4", *SMALL)
 _add("timeouts", "layout=1P_3D", "policy=pd", "qps=40", "timeout_s=2", "conversations=60")
 _add("tight-memory", "layout=2P_2pD", "gpu_mem_util=0.4", "max_batched_tokens=1024", "workload=large_huge_paste",

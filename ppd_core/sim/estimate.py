@@ -1,0 +1,120 @@
+"""Eq.1's inputs for one Turn 2+ request on a D node, from the live cluster state (seconds).
+
+Both paths are priced with every cost the engine charges on them:
+
+* local (x=1): the hop to D (API server over D's running sequences), the rest of D's iteration in progress,
+  D's queued prefill work drained FIFO in chunked iterations of ``max_batched_tokens`` next to D's decode
+  batch, then the request's own append-prefill of what D's prefix cache does not hold.
+* PD (x=0): the hop to the P the router picks (over P's running sequences), the rest of P's iteration, P's
+  queue drained FIFO in chunked iterations with ``p_send`` for every request that finishes in one (P's step
+  waits for the KV send), the request's own re-prefill and send, the hand-off to D, the KV transfer at the
+  link share it would get now, then D's first-token iteration (after what is left of D's step in progress
+  and of D's own queue by then).
+
+dTTFT is the relative TTFT gain of local, (TTFT_pd - TTFT_local) / TTFT_pd. dTPOT is the relative slowdown
+of the *co-batched* decodes over their remaining decode, as the paper defines it: the extra time each path
+adds to D's batch (local: the append-prefill iteration over a decode step; PD: the first-token iteration
+and, with a blocking KV receive, the transfer pause) summed over the batch and divided by the batch's
+remaining decode time, local minus PD. With no decode batch dTPOT is 0: nobody's TPOT can suffer.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .request import Request
+    from .view import ClusterView, NodeView
+
+EXACT_ITERATIONS = 64   # queues longer than this many chunked iterations are extrapolated at the last rate
+
+
+def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: int,
+          send_s: float = 0.0) -> float:
+    """Time until ``own`` (new, cached, full) finishes its prefill behind ``queue`` [(new, cached, full)]
+    (FIFO chunked prefill, ``budget`` tokens per iteration shared with ``batch`` decodes whose contexts sum
+    to ``ctx_sum``; ``send_s`` per request that finishes in an iteration). ``own=None``: until the queue
+    is empty."""
+    items = [list(q) for q in queue]
+    if own is not None:
+        items.append(list(own))
+    if not items:
+        return 0.0
+    room = max(budget - batch, 1)
+    t, i, iters, ctx, sends = 0.0, 0, 0, ctx_sum, 0
+    while i < len(items):
+        if iters >= EXACT_ITERATIONS:   # extrapolate the rest at the mean time per token so far
+            left = sum(it[0] for it in items[i:])
+            done = sum(q[0] for q in queue) + (own[0] if own else 0) - left
+            t += (t - send_s * sends) / max(done, 1) * left + send_s * (len(items) - i)
+            break
+        spec, left, finished = [], room, 0
+        j = i
+        while j < len(items) and left > 0:
+            new, cached, full = items[j]
+            n = min(new, left)
+            spec.append((n, cached, full))
+            left -= n
+            if n == new:
+                finished += 1
+            j += 1
+        t += pm.iteration(spec, batch, ctx) + send_s * finished
+        sends += finished
+        ctx += batch
+        iters += 1
+        for k, (n, _, _) in enumerate(spec):
+            it = items[i + k]
+            it[0] -= n
+            it[1] += n
+            it[2] = False
+        while i < len(items) and items[i][0] <= 0:
+            i += 1
+    return t
+
+
+def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, float]:
+    """Predicted TTFT of both paths, the extra time each adds to D's decode batch and Eq.1's relative terms
+    (``d_ttft``, ``d_tpot``, ``score``) for ``req`` whose conversation lives on D (see the module docstring)."""
+    pm = view.pm
+    prompt = req.prompt
+    budget = view.max_batched_tokens
+    batch, ctx_sum, active = d.decode_batch(), d.ctx_sum(), d.active_seqs()   # D's state, read once
+    a, b = pm.decode_coeffs(max(batch, 1))
+    step = a + b * ctx_sum if batch else 0.0
+    d_busy = d.busy_left()
+    d_queue = d.prefill_queue()
+    # local: append-prefill of what D's prefix cache does not hold, behind D's queue
+    cached_d = d.cached_for(req.conv, prompt)
+    own_local = (prompt - cached_d, cached_d, cached_d == 0)
+    hop_d = pm.hop(prompt, active)
+    d_backlog = d_busy + drain(pm, d_queue, None, batch, ctx_sum, budget)   # D busy with work already there
+    # the request reaches D after its hop: it waits for what is left of that work, or (D decoding) for the
+    # decode step in progress, half a step on average
+    wait_d = max(d_backlog - hop_d, 0.5 * step if batch else 0.0)
+    ttft_local = hop_d + wait_d + drain(pm, [], own_local, batch, ctx_sum, budget)
+    it_local = pm.iteration([own_local], batch, ctx_sum)
+    # PD: re-prefill on the P the router picks, send, hand-off, transfer, one iteration on D
+    p = view.pick_p()
+    cached_p = p.cached_for(req.conv, prompt)
+    own_p = (prompt - cached_p, cached_p, cached_p == 0)
+    hop_p = pm.hop(prompt, p.active_seqs())
+    p_backlog = p.busy_left() + drain(pm, p.prefill_queue(), None, 0, 0, budget, pm.p_send_s)
+    t_p = hop_p + max(p_backlog - hop_p, 0.0) + drain(pm, [], own_p, 0, 0, budget, pm.p_send_s)
+    share = 1 + max(view.transfers_on(p.nid), view.transfers_on(d.nid))
+    xfer = view.link_latency_s + prompt * pm.kv_bytes_per_token * share / view.link_bandwidth_Bps
+    handoff = pm.pd_handoff(prompt, active)
+    blocks = pm.p.kv_recv_blocks_decode >= 0.5
+    # D by the time the KV has arrived: what is left of its queue, else of the decode step in progress
+    elapsed = t_p + handoff + xfer
+    d_left = max(d_backlog - elapsed, 0.0)
+    if d_left <= 0.0 and step > 0.0:
+        d_left = (step - xfer) ** 2 / (2 * step) if blocks and xfer < step else (0.0 if blocks else 0.5 * step)
+    it_one = pm.iteration([(1, prompt - 1, False)], batch, ctx_sum)
+    ttft_pd = elapsed + d_left + it_one
+    # what each path adds to the co-batched decodes (seconds per decode request)
+    extra_local = max(it_local - step, 0.0)
+    extra_pd = max(it_one - step, 0.0) + pm.p.kv_recv_blocks_decode * xfer
+    remaining = d.remaining_decode_steps() * step    # sum over the batch of remaining decode time
+    d_ttft = (ttft_pd - ttft_local) / ttft_pd if ttft_pd > 0 else 0.0
+    d_tpot = (extra_local - extra_pd) * batch / remaining if batch and remaining > 0 else 0.0
+    return {"ttft_local": ttft_local, "ttft_pd": ttft_pd, "extra_local": extra_local, "extra_pd": extra_pd,
+            "d_ttft": d_ttft, "d_tpot": d_tpot, "score": view.w_ttft * d_ttft - view.w_tpot * d_tpot}
