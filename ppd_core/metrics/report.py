@@ -9,6 +9,7 @@ Definitions (the PPD benchmark's, used everywhere in this project):
   success rate = successful requests / attempted requests (turns after a failure are never sent)
   local share = share of Turn 2+ requests served without P (append-prefill on the decode node, or a replica)
   link utilization = bytes moved / (run duration x total egress bandwidth of the P nodes)
+  preemptions = running requests preempted by recompute when a node ran out of KV blocks (vLLM V1)
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..sim.request import OK, PD
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
-                  "output_tokens", "kv_bytes", "status", "ttft_ms", "tpot_ms", "e2e_ms")
+                  "output_tokens", "kv_bytes", "preemptions", "status", "ttft_ms", "tpot_ms", "e2e_ms")
 
 
 def records(sim) -> pd.DataFrame:
@@ -50,6 +51,7 @@ def records(sim) -> pd.DataFrame:
         "prefill_tokens": np.array([r.prefill_tokens for r in reqs], dtype=np.int64),
         "output_tokens": out,
         "kv_bytes": np.array([r.kv_bytes for r in reqs], dtype=np.int64),
+        "preemptions": np.array([r.preemptions for r in reqs], dtype=np.int64),
         "status": [r.status for r in reqs],
         "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e,
     }, columns=list(RECORD_COLUMNS))
@@ -105,6 +107,7 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "kv": {"bytes": moved, "transfers": int((df["kv_bytes"].to_numpy() > 0).sum()),
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
         "local_share": _r(local),
+        "preemptions": int(sum(n.preemptions for n in sim.nodes)),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
     }
 
@@ -126,6 +129,7 @@ def node_table(sim) -> pd.DataFrame:
         "utilization": [min(n.busy_time / duration, 1.0) for n in sim.nodes],
         "iterations": [n.iterations for n in sim.nodes],
         "kv_capacity_tokens": [n.capacity for n in sim.nodes],
+        "preemptions": [n.preemptions for n in sim.nodes],
     })
 
 

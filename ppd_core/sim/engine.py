@@ -58,7 +58,7 @@ class Simulator(Client):
             i = counters.get(role, 0)
             counters[role] = i + 1
             self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pm, sc.max_batched_tokens,
-                                   exact=exact))
+                                   max_seqs=sc.max_num_seqs, exact=exact))
         self.p_nodes = [n for n in self.nodes if n.role == "P"]
         self.serving = [n for n in self.nodes if n.role != "P"]
         self._pick_p = partial(self.router.pick, self.p_nodes)

@@ -31,7 +31,7 @@ class NodeView:
         return self._node.pending_prefill_tokens()
 
     def cached_for(self, conv: int, prompt: int) -> int:
-        return self._node.kv.hit(conv, prompt)
+        return self._node.cached_for(conv, prompt)
 
 
 class ClusterView:
