@@ -50,13 +50,13 @@ def test_decode_blocks_equal_the_per_decoder_sum_and_the_cut_step_is_the_first_t
             d.add(c)
         s0 = max(-min(cs), 0) + rnd.randint(0, 50)
         brute = lambda s: sum(blocks_for(c + s) for c in cs)
-        for s in range(s0, s0 + 40):
-            assert d.at(s) == brute(s)
+        for s in list(range(s0, s0 + 40)) + [s0 + 1000, s0 - 37, s0 + 3]:   # incremental, both ways
+            assert d.at(s) == d.at_direct(s) == brute(s)
         room = brute(s0) + rnd.randint(0, 3 * len(cs))
         k = d.steps_within(s0, room)
         assert brute(s0 + k - 1) <= room < brute(s0 + k)
         d.remove(cs[0])
-        assert d.at(s0) == brute(s0) - blocks_for(cs[0] + s0)
+        assert d.at(s0) == d.at_direct(s0) == brute(s0) - blocks_for(cs[0] + s0)
 
 
 # ---- one node driven by a stub host: exact fit, one block short --------------------------------------------

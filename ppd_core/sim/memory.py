@@ -20,27 +20,53 @@ from .kvcache import BLOCK, blocks_for
 from .request import Request
 
 class DecodeBlocks:
-    __slots__ = ("count", "q", "n")
+    """``at(s)`` is kept for one step counter ``s_c`` and moved incrementally: going from s to s + 1 adds
+    the decoders whose ``c_i + s`` is a multiple of BLOCK (``count[-s mod BLOCK]``), so the usual query
+    (the step just run, or the next one) costs O(1)."""
+
+    __slots__ = ("count", "q", "n", "s_c", "v_c")
 
     def __init__(self) -> None:
         self.count = [0] * BLOCK   # decoders per residue r = c_i mod BLOCK
         self.q = 0                 # sum of c_i // BLOCK
         self.n = 0                 # decoders
+        self.s_c = 0               # at(s_c) == v_c
+        self.v_c = 0
 
     def add(self, c: int) -> None:
         q, r = divmod(c, BLOCK)
         self.count[r] += 1
         self.q += q
         self.n += 1
+        self.v_c += -(-(c + self.s_c) // BLOCK)
 
     def remove(self, c: int) -> None:
         q, r = divmod(c, BLOCK)
         self.count[r] -= 1
         self.q -= q
         self.n -= 1
+        self.v_c -= -(-(c + self.s_c) // BLOCK)
 
     def at(self, s: int) -> int:
-        """Blocks the batch needs to run decode step ``s``."""
+        """Blocks the batch needs to run decode step ``s``: sum of ceil((c_i + s) / BLOCK)."""
+        d = s - self.s_c
+        if d == 0:
+            return self.v_c
+        v, cur, count = self.v_c, self.s_c, self.count
+        m = d // BLOCK if d > 0 else -((-d) // BLOCK)
+        v += m * self.n                    # a whole period adds one block per decoder
+        cur += m * BLOCK
+        while cur < s:
+            v += count[-cur % BLOCK]
+            cur += 1
+        while cur > s:
+            cur -= 1
+            v -= count[-cur % BLOCK]
+        self.s_c, self.v_c = s, v
+        return v
+
+    def at_direct(self, s: int) -> int:
+        """``at(s)`` from the histogram (the closed form the incremental one is checked against)."""
         t = self.q
         for r, h in enumerate(self.count):
             if h:
@@ -82,7 +108,7 @@ class NodeMemory:
     def _ensure_blocks(self, steps: int) -> int:
         """Evict cached blocks until the running requests fit for decode step ``steps``; returns the blocks
         still missing (> 0: a request must be preempted)."""
-        over = self.used_blocks(steps) + self.kv.blocks - self.cap_blocks
+        over = self.used + self.dec_blocks.at(steps) + self.kv.blocks - self.cap_blocks
         if over > 0:
             over -= self.kv.evict(over)
         return over
@@ -90,6 +116,8 @@ class NodeMemory:
     def _fit_running(self, now: float) -> None:
         """vLLM V1's schedule(): the running requests get the blocks of this step first; preempt the most
         recently admitted one (recompute) while they do not fit."""
+        if self.used + self.dec_blocks.at(self.steps) + self.kv.blocks <= self.cap_blocks:
+            return
         while self._ensure_blocks(self.steps) > 0:
             victims = [r for r in self.prefill_q] + [e[2] for e in self.dec_heap]
             if not victims:

@@ -103,11 +103,12 @@ class Node(NodeMemory):
         self.try_admit(now)
 
     def try_admit(self, now: float) -> None:
+        if not self.waiting:
+            return
         admitted = False
         # the decode step running now holds its blocks already (a segment in progress: its current step)
         steps = self.steps if self.seg is None else self.steps + self._step_at(now)
-        if self.waiting:
-            self._ensure_blocks(steps)
+        self._ensure_blocks(steps)
         while self.waiting:
             req = self.waiting[0]
             if req.aborted:
@@ -123,11 +124,12 @@ class Node(NodeMemory):
             length = req.prompt + req.gen             # a preempted request recomputes what it had generated
             cached = 0 if pd_on_decode else self.kv.hit(req.conv, length)
             need = blocks_for(length)
-            if self.used_blocks(steps) + need > self.cap_blocks:
+            held = self.used + self.dec_blocks.at(steps) + need
+            if held > self.cap_blocks:
                 break                                 # even with every cached block evicted: wait
             # cached blocks of this conversation turn into the request's; PD on D: superseded by the transfer
             self.kv.take(req.conv)
-            over = self.used_blocks(steps) + need + self.kv.blocks - self.cap_blocks
+            over = held + self.kv.blocks - self.cap_blocks
             if over > 0:
                 self.kv.evict(over)
             self.waiting.popleft()
