@@ -45,18 +45,35 @@ class CheckedNode(Node):
     __slots__ = ()
 
     def _check(self, where: str) -> None:
+        if where in ("release", "cache_put"):
+            # inside a wake the batch's next-step blocks are not allocated yet (that is the next scheduling
+            # point's job, which may preempt): check what holds at every instant only
+            if self.used < 0 or self.used != sum(self.alloc.values()) or \
+                    self.kv.blocks != sum(self.kv.entries.values()):
+                raise CapacityViolation(f"{self.name} after {where}: used {self.used}, cached {self.kv.blocks}")
+            return
+        self._check_blocks(where)
+
+    def _check_blocks(self, where: str) -> None:
+        """Blocks are conserved: free + used + cached == capacity with none negative, ``used`` is the sum of
+        the per-request allocations, and the decode batch's closed form equals the per-decoder sum."""
         sim = self.sim
         sim.capacity_checks = getattr(sim, "capacity_checks", 0) + 1
-        if self.used < 0:
-            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: used={self.used} < 0")
-        if self.kv.tokens < 0:
-            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: cache_tokens={self.kv.tokens}")
-        if self.used + self.kv.tokens > self.capacity:
-            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: used {self.used} + cache "
-                                    f"{self.kv.tokens} > capacity {self.capacity}")
-        if self.kv.tokens != sum(self.kv.entries.values()):
-            raise CapacityViolation(f"{self.name} after {where}: cache_tokens {self.kv.tokens} != "
+        used, cached = self.used_blocks(), self.kv.blocks
+        if self.used < 0 or cached < 0 or min(self.kv.entries.values(), default=1) <= 0:
+            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: used={self.used} cached={cached}")
+        if self.free_blocks() + used + cached != self.cap_blocks or self.free_blocks() < 0:
+            raise CapacityViolation(f"{self.name} after {where} at t={sim.now}: used {used} + cache "
+                                    f"{cached} > capacity {self.cap_blocks} blocks")
+        if cached != sum(self.kv.entries.values()):
+            raise CapacityViolation(f"{self.name} after {where}: cached {cached} != "
                                     f"sum of entries {sum(self.kv.entries.values())}")
+        if self.used != sum(self.alloc.values()):
+            raise CapacityViolation(f"{self.name} after {where}: used {self.used} != allocations")
+        per_decoder = sum(-(-(e[2].base + self.steps) // BLOCK) for e in self.dec_heap)
+        if self.seg is None and self.dec_blocks.at(self.steps) != per_decoder:
+            raise CapacityViolation(f"{self.name} after {where}: decode blocks {self.dec_blocks.at(self.steps)} "
+                                    f"!= per-decoder sum {per_decoder}")
 
     def try_admit(self, now):
         super().try_admit(now)
@@ -292,7 +309,9 @@ def check_invariants(result_or_sim, scenario=None, *, sim=None, convs=None, trac
     pre = df["prefill_tokens"].to_numpy()
     assert np.all(cached % BLOCK == 0) and np.all(cached >= 0) and np.all(cached <= prompt)
     assert np.all(cached[turn == 1] == 0), "a new conversation has nothing cached"
-    assert np.all(pre[ok] + cached[ok] == prompt[ok])
+    again = df["preemptions"].to_numpy() > 0    # preempted requests prefill again (recompute)
+    assert np.all(pre[ok & ~again] + cached[ok & ~again] == prompt[ok & ~again])
+    assert np.all(pre[ok & again] + cached[ok & again] > prompt[ok & again])
 
     # -- KV bytes: moved only on the PD path, the whole prompt's KV, counted once
     kv = df["kv_bytes"].to_numpy()
@@ -332,12 +351,12 @@ def check_invariants(result_or_sim, scenario=None, *, sim=None, convs=None, trac
         assert sim.open_convs == 0, "the run ended with conversations still open"
         assert all(cs.done for cs in sim.convs)
         for n in sim.nodes:
-            assert n.kv.tokens == sum(n.kv.entries.values())
-            assert 0 <= n.kv.tokens <= n.capacity
+            assert n.kv.blocks == sum(n.kv.entries.values())
+            assert 0 <= n.kv.blocks <= n.cap_blocks
             assert n.used >= 0
-            # what a node still reserves belongs to aborted requests only (drain() lets them finish)
-            held = sum(n.reservation(r) for r in sim.requests if n.nid in r.reserved_on)
-            assert n.used == held, f"{n.name}: used {n.used} != reservations of requests {held}"
+            # what a node still holds belongs to aborted requests only (drain() lets them finish)
+            holders = {r.rid for r in sim.requests if n.nid in r.reserved_on}
+            assert set(n.alloc) <= holders, f"{n.name}: blocks held by requests that hold no reservation"
         for r in sim.requests:
             if r.reserved_on:
                 assert r.status != OK, f"request {r.conv}/{r.turn} finished ok but still holds KV"
@@ -347,11 +366,12 @@ def check_invariants(result_or_sim, scenario=None, *, sim=None, convs=None, trac
 def check_drained(sim) -> None:
     """After ``drain(sim)``: every node is idle and has released every reservation."""
     for n in sim.nodes:
-        assert n.used == 0, f"{n.name} still reserves {n.used} KV tokens after every request ended"
+        assert n.used == 0 and not n.alloc, f"{n.name} still holds {n.used} KV blocks after every request ended"
+        assert n.dec_blocks.n == 0 and n.dec_blocks.at(n.steps) == 0
         assert not n.waiting and not n.prefill_q and not n.dec_heap and n.n_dec == 0, \
             f"{n.name} still holds work"
         assert not n.busy
-        assert 0 <= n.kv.tokens <= n.capacity
+        assert 0 <= n.kv.blocks <= n.cap_blocks
     assert not sim.fabric.flows
     for r in sim.requests:
         assert not r.reserved_on, f"request {r.conv}/{r.turn} ({r.status}) still holds KV on {r.reserved_on}"

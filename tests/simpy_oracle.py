@@ -25,7 +25,10 @@ What it models
   matches; 1: the whole answer), rounded down to 16-token blocks, cached for its conversation; the next turn prefills only the
   prompt past the cached blocks (a "full" prefill when nothing is cached). A request reserves prompt + output
   tokens of KV while it runs. The model has no eviction and no admission queue: it asserts that the node
-  never needs either (the scenario must fit).
+  never needs either (the scenario must fit). So it does not cover the engine's vLLM V1 block memory where
+  it binds (tail eviction of cached blocks, preemption by recompute, waiting for blocks): its cases have
+  memory to spare, so the engine never runs out of blocks there either, and those paths are checked by tests/test_kv_memory.py instead (block
+  conservation, exact == analytic, an exact fit, one block short).
 * One instant, several things: all the completions of an iteration take effect together at its end, so a
   request sent at that instant (next turn, or a conversation let out of the client queue) sees the node
   without any of them; they are handed back to their clients in request-creation order (FIFO), and requests

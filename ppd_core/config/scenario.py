@@ -20,6 +20,7 @@ from .layout import Layout, parse_layout
 POLICIES = ("pd", "ppd", "dynamic", "dynamic-table")
 LINK_SHARING = ("fair", "independent")
 CLIENTS = ("open", "benchmark")
+P_ROUTERS = ("least_loaded", "affinity")
 
 # Size caps: no input may make a run unbounded.
 MAX_CONVERSATIONS = 20_000
@@ -143,6 +144,11 @@ FIELDS: tuple[FieldSpec, ...] = (
               "(~0.2 there, 0 in real traces).", lo=0.0, hi=1.0),
     FieldSpec("max_batched_tokens", "int", 8192, "tokens", "Per-iteration token budget (chunked prefill).",
               lo=64, hi=1_048_576),
+    FieldSpec("max_num_seqs", "int", 1024, "seqs", "vLLM max_num_seqs: running sequences per node (decoding or "
+              "admitted for prefill); more wait in the node's queue.", lo=1, hi=65_536),
+    FieldSpec("p_router", "choice", "affinity", "", "Which P prefills a PD-path request: least_loaded (fewest "
+              "tokens waiting) or affinity (the measured proxy: P = hash % n_P, one P per conversation key).",
+              choices=P_ROUTERS),
     FieldSpec("gpu_mem_util", "float", 0.85, "", "Share of GPU memory vLLM may use (weights + KV cache).",
               lo=0.05, hi=1.0),
     FieldSpec("seed", "int", 42, "", "Random seed: same scenario and seed give byte-identical results.",
@@ -250,6 +256,8 @@ class Scenario:
     timeout_s: float = 180.0
     rehash_frac: float = 0.0
     max_batched_tokens: int = 8192
+    max_num_seqs: int = 1024
+    p_router: str = "affinity"
     gpu_mem_util: float = 0.85
     seed: int = 42
 

@@ -15,6 +15,7 @@ Definitions (the PPD benchmark's, used everywhere in this project):
   success rate = successful requests / attempted requests (turns after a failure are never sent)
   local share = share of Turn 2+ requests served without P (append-prefill on the decode node, or a replica)
   link utilization = bytes moved / (run duration x total egress bandwidth of the P nodes)
+  preemptions = running requests preempted by recompute when a node ran out of KV blocks (vLLM V1)
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .saturation import saturation
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
-                  "output_tokens", "kv_bytes", "status", "ttft_ms", "tpot_ms", "e2e_ms", "client_wait_ms",
+                  "output_tokens", "kv_bytes", "preemptions", "status", "ttft_ms", "tpot_ms", "e2e_ms", "client_wait_ms",
                   "est_ttft_local_ms", "est_ttft_pd_ms", "est_dttft", "est_dtpot", "est_score")
 # the Eq.1 inputs a Turn 2+ request on a D node was decided on (NaN elsewhere): estimated TTFT of each path,
 # relative TTFT gain of local and relative TPOT loss of local (policies.estimate), and S = w_ttft*dTTFT - w_tpot*dTPOT
@@ -65,6 +66,7 @@ def records(sim) -> pd.DataFrame:
         "prefill_tokens": np.array([r.prefill_tokens for r in reqs], dtype=np.int64),
         "output_tokens": out,
         "kv_bytes": np.array([r.kv_bytes for r in reqs], dtype=np.int64),
+        "preemptions": np.array([r.preemptions for r in reqs], dtype=np.int64),
         "status": [r.status for r in reqs],
         "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e, "client_wait_ms": wait, **est,
     }, columns=list(RECORD_COLUMNS))
@@ -142,6 +144,7 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "local_share": _r(local),
         "slo_joint": slo_joint(df, sc.slo_ttft_ms[0], sc.slo_tpot_ms[0]),
         "saturation": saturation(sim, df),
+        "preemptions": int(sum(n.preemptions for n in sim.nodes)),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
     }
 
@@ -189,6 +192,7 @@ def node_table(sim) -> pd.DataFrame:
         "utilization": [min(n.busy_time / duration, 1.0) for n in sim.nodes],
         "iterations": [n.iterations for n in sim.nodes],
         "kv_capacity_tokens": [n.capacity for n in sim.nodes],
+        "preemptions": [n.preemptions for n in sim.nodes],
     })
 
 

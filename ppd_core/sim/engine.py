@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from functools import partial
 from collections import deque
 from time import perf_counter
 
@@ -23,7 +22,7 @@ from .node import Node
 from .estimate import estimate
 from .policies import POLICIES
 from .request import LOCAL, OK, PD, REJECTED, REPLICA, TIMEOUT, Request
-from .router import LeastLoaded, PRouter
+from .router import P_ROUTERS, PRouter
 from .client import Client, ConvState
 from .view import ClusterView
 
@@ -51,7 +50,7 @@ class Simulator(Client):
         self.table = table
         self.retok = pm.retok(sc.workload)   # share of an answer the next turn's prompt still matches
         self.policy = POLICIES[sc.policy]
-        self.router: PRouter = LeastLoaded() if router is None else router
+        self.router: PRouter = P_ROUTERS[sc.p_router]() if router is None else router
         lay = parse_layout(sc.layout)
         counters: dict[str, int] = {}
         self.nodes: list[Node] = []
@@ -59,10 +58,12 @@ class Simulator(Client):
             i = counters.get(role, 0)
             counters[role] = i + 1
             self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pm, sc.max_batched_tokens,
-                                   exact=exact))
+                                   max_seqs=sc.max_num_seqs, exact=exact))
         self.p_nodes = [n for n in self.nodes if n.role == "P"]
         self.serving = [n for n in self.nodes if n.role != "P"]
-        self._pick_p = partial(self.router.pick, self.p_nodes)
+        self.slot_of = {n.nid: i for i, n in enumerate(self.serving)}   # the proxy's serving slot of a node
+        self.p_key: dict[int, int] = {}      # conversation -> the proxy's routing key (rekeyed when rehashed)
+        self._route = (0, 0)                 # (key, slot) of the request being routed
         tp = sc.tp_degree
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
@@ -137,8 +138,9 @@ class Simulator(Client):
 
     # ---- router ------------------------------------------------------------------------------------------
     def pick_p(self) -> Node:
-        """The P node for a PD-path request (the router's choice; today least-loaded)."""
-        return self._pick_p()
+        """The P node for the PD-path request being routed (the router's choice, scenario key p_router)."""
+        key, slot = self._route
+        return self.router.pick(self.p_nodes, key, slot, len(self.serving))
 
     def observed_qps(self) -> float:
         return self.arrived / self.now if self.now > 0 else self.sc.qps
@@ -149,7 +151,9 @@ class Simulator(Client):
         fresh = req.turn == 1 or (self.sc.rehash_frac > 0 and self.rng_policy.random() < self.sc.rehash_frac)
         if fresh or cs.node is None:
             cs.node = self.serving[int(self.rng_route.integers(len(self.serving)))]
+            self.p_key[req.conv] = (req.conv << 7) | req.turn   # a new proxy key: hashed anew
         node = cs.node
+        self._route = (self.p_key[req.conv], self.slot_of[node.nid])
         req.decode_node = node.nid
         if node.role == "R":
             req.path = REPLICA

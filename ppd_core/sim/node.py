@@ -1,11 +1,20 @@
-"""A serving node (one vLLM instance on ``tp`` GPUs): continuous batching with chunked prefill, a KV
-memory budget shared by reservations and the node's prefix cache (``kvcache``).
+"""A serving node (one vLLM V1 instance on ``tp`` GPUs): continuous batching with chunked prefill and
+vLLM V1's KV memory: ``BLOCK``-token blocks shared by running requests and the prefix cache (``kvcache``).
+
+Memory: a request gets its prompt's blocks at admission (first come first served, at most ``max_seqs``
+running; cached head blocks of its conversation are reused) and a decode block each time its sequence
+crosses a block boundary. When the blocks the batch needs for its next step exceed the free ones, cached
+blocks are evicted (tail first, least recently used conversation first); when none are left the most
+recently admitted running request is **preempted by recompute**: its blocks are freed (the full ones stay
+cached, as vLLM V1 frees them), it goes back to the front of the waiting queue, and on re-admission it
+prefills its prompt plus the tokens it had generated, then decodes the rest.
 
 Decode is advanced analytically: between two events that change the batch, every decode step has the same
 batch size B and the batch's total context grows by B per step, so step i takes ``a + b*i`` and k steps take
-``k*a + b*k*(k-1)/2``. A node plans a *segment* of k steps up to the next request finishing; an external
-event (new work, an abort, an inbound KV transfer) cuts the segment at the end of the step in progress.
-``exact=True`` plans one step per segment: the step-by-step oracle the tests compare against.
+``k*a + b*k*(k-1)/2``. A node plans a *segment* of k steps up to the next request finishing or the step at
+which the batch runs out of blocks (``memory.DecodeBlocks``); an external event (new work, an abort, an
+inbound KV transfer) cuts the segment at the end of the step in progress. ``exact=True`` plans one step per
+segment: the step-by-step oracle the tests compare against.
 """
 from __future__ import annotations
 
@@ -14,7 +23,8 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING
 
-from .kvcache import BLOCK, ConversationLRU, KVCache
+from .kvcache import BLOCK, BlockLRU, KVCache, blocks_for
+from .memory import DecodeBlocks, NodeMemory
 from .request import PD, Request
 
 if TYPE_CHECKING:
@@ -34,18 +44,22 @@ class Segment:
         self.start, self.steps, self.a, self.b = 0.0, 0, 0.0, 0.0
 
 
-class Node:
-    __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "used", "kv", "waiting",
-                 "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg", "_segment", "iter",
-                 "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact", "decode_capable", "dirty")
+class Node(NodeMemory):
+    __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "cap_blocks", "used", "alloc", "dec_blocks", "kv",
+                 "waiting", "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg",
+                 "_segment", "iter", "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact",
+                 "decode_capable", "dirty", "admitted", "preemptions")
 
     def __init__(self, nid: int, role: str, name: str, sim: "NodeHost", pm, max_batched_tokens: int,
                  max_seqs: int = 1024, exact: bool = False, kv: KVCache | None = None):
         self.nid, self.role, self.name, self.sim, self.pm = nid, role, name, sim, pm
         self.capacity = pm.kv_capacity_tokens
-        self.used = 0                       # tokens reserved by admitted requests
-        self.kv: KVCache = ConversationLRU(self.capacity) if kv is None else kv   # the prefix cache
-        self.waiting: deque[Request] = deque()    # waiting for a KV reservation (FIFO)
+        self.cap_blocks = max(self.capacity, 0) // BLOCK
+        self.used = 0                       # blocks held by admitted requests not decoding (sum of alloc)
+        self.alloc: dict[int, int] = {}     # rid -> blocks, of admitted requests not in the decode batch
+        self.dec_blocks = DecodeBlocks()    # blocks of the decode batch, a function of the step counter
+        self.kv: KVCache = BlockLRU() if kv is None else kv   # the prefix cache
+        self.waiting: deque[Request] = deque()    # waiting for KV blocks (FIFO; preempted ones in front)
         self.prefill_q: deque[Request] = deque()  # admitted, prefill work left
         self.dec_heap: list = []            # (end_step, rid, request) of decoding requests
         self.n_dec = 0
@@ -64,6 +78,8 @@ class Node:
         self.exact = exact
         self.decode_capable = role != "P"
         self.dirty = False                  # an aborted request may sit in prefill_q or the decode batch
+        self.admitted = 0                   # admissions so far: a request's admission order (preemption victim)
+        self.preemptions = 0
 
     # ---- state queries (used by policies and metrics) ------------------------------------------------
     def ctx_sum(self) -> int:
@@ -76,23 +92,10 @@ class Node:
     def pending_prefill_tokens(self) -> int:
         return sum(r.remaining_prefill for r in self.prefill_q) + sum(r.prompt for r in self.waiting)
 
-    def free_tokens(self) -> int:
-        return self.capacity - self.used - self.kv.tokens
-
     def cached_for(self, conv: int, prompt: int) -> int:
+        if self.seg is not None:   # the cache as the step running now left it (the batch grew into it)
+            self._ensure_blocks(self.steps + self._step_at(self.sim.now))
         return self.kv.hit(conv, prompt)
-
-    # ---- memory ----------------------------------------------------------------------------------------
-    def cache_put(self, conv: int, tokens: int) -> None:
-        self.kv.put(conv, tokens, self.capacity - self.used)
-
-    def reservation(self, req: Request) -> int:
-        return req.prompt if self.role == "P" else req.prompt + req.output
-
-    def release(self, req: Request) -> None:
-        if self.nid in req.reserved_on:
-            req.reserved_on.remove(self.nid)
-            self.used -= self.reservation(req)
 
     # ---- admission -------------------------------------------------------------------------------------
     def enqueue(self, req: Request, now: float) -> None:
@@ -100,37 +103,52 @@ class Node:
         self.try_admit(now)
 
     def try_admit(self, now: float) -> None:
+        if not self.waiting:
+            return
         admitted = False
+        # the decode step running now holds its blocks already (a segment in progress: its current step)
+        steps = self.steps if self.seg is None else self.steps + self._step_at(now)
+        self._ensure_blocks(steps)
         while self.waiting:
             req = self.waiting[0]
             if req.aborted:
                 self.waiting.popleft()
                 continue
-            need = self.reservation(req)
-            if need > self.capacity:
-                self.waiting.popleft()
+            if blocks_for(req.prompt if self.role == "P" else req.prompt + req.output) > self.cap_blocks:
+                self.waiting.popleft()   # can never fit, even alone (vLLM refuses it up front)
                 self.sim.reject(req, now, self)
                 continue
             if len(self.prefill_q) + self.n_dec >= self.max_seqs:
                 break
-            pd_on_decode = req.path == PD and self.role != "P"
-            cached = 0 if pd_on_decode else self.kv.hit(req.conv, req.prompt)
-            # cached tokens of this conversation turn into the reservation; PD on D: superseded by the transfer
-            entry = self.kv.take(req.conv)
-            if not self.kv.make_room(need, req.conv, self.capacity - self.used):
-                self.kv.restore(req.conv, entry)      # put it back (most recent) and wait
-                break
+            pd_on_decode = req.path == PD and self.role != "P" and not req.recompute
+            length = req.prompt + req.gen             # a preempted request recomputes what it had generated
+            cached = 0 if pd_on_decode else self.kv.hit(req.conv, length)
+            need = blocks_for(length)
+            held = self.used + self.dec_blocks.at(steps) + need
+            if held > self.cap_blocks:
+                break                                 # even with every cached block evicted: wait
+            # cached blocks of this conversation turn into the request's; PD on D: superseded by the transfer
+            self.kv.take(req.conv)
+            over = held + self.kv.blocks - self.cap_blocks
+            if over > 0:
+                self.kv.evict(over)
             self.waiting.popleft()
             self.used += need
+            self.alloc[req.rid] = need
+            self.admitted += 1
+            req.seq = self.admitted
             req.reserved_on.append(self.nid)
             if pd_on_decode:
                 self.sim.decode_reserved(req, now)
                 continue
-            req.cached = cached
             req.done_prefill = cached
-            req.remaining_prefill = req.prompt - cached
+            req.remaining_prefill = length - cached
             req.full_prefill = cached == 0
-            req.prefill_tokens = req.remaining_prefill
+            if req.recompute:
+                req.prefill_tokens += req.remaining_prefill   # records: cached/prefilled of the first try
+            else:
+                req.cached = cached
+                req.prefill_tokens = req.remaining_prefill
             req.where = "prefill"
             self.prefill_q.append(req)
             admitted = True
@@ -173,6 +191,17 @@ class Node:
     def interrupt(self, now: float) -> None:
         """Cut the decode segment in progress at the end of the step running at ``now``."""
         seg = self.seg
+        new_k = self._step_at(now) + 1
+        if new_k < seg.steps:
+            start, a, b = seg.start, seg.a, seg.b
+            seg.steps = new_k
+            self.version += 1
+            end = start + new_k * a + b * new_k * (new_k - 1) * 0.5
+            self.sim.wake_node(end, self, self.version)
+
+    def _step_at(self, now: float) -> int:
+        """The 0-based step of the segment in progress running at ``now``."""
+        seg = self.seg
         start, k, a, b = seg.start, seg.steps, seg.a, seg.b
         dt = now - start
         if dt <= 0:
@@ -188,12 +217,7 @@ class Node:
             j += 1
         while j > 0 and j * a + b * j * (j - 1) * 0.5 > dt:
             j -= 1
-        new_k = j + 1
-        if new_k < k:
-            seg.steps = new_k
-            self.version += 1
-            end = start + new_k * a + b * new_k * (new_k - 1) * 0.5
-            self.sim.wake_node(end, self, self.version)
+        return j
 
     def start_iteration(self, now: float) -> None:
         if self.dirty:
@@ -203,6 +227,7 @@ class Node:
             self.busy = False
             self.iter = self.seg = None
             return
+        self._fit_running(now)
         if self.prefill_q:
             budget = self.mbt - self.n_dec
             chunks, spec = [], []
@@ -227,6 +252,10 @@ class Node:
                 return
         if self.n_dec:
             k = 1 if self.exact else self.dec_heap[0][0] - self.steps
+            if k > 1:   # cut where the batch outgrows its blocks (cached ones are evictable)
+                room = self.cap_blocks - self.used
+                if self.dec_blocks.at(self.steps + k - 1) > room:
+                    k = self.dec_blocks.steps_within(self.steps, room)
             n_dec = self.n_dec
             a, b = self.pm.decode_coeffs(n_dec)
             a = a + b * (self.base_sum + n_dec * self.steps)
@@ -267,49 +296,64 @@ class Node:
             self.busy_time += dur
             self.iterations += k
             self.steps += k
+            self._ensure_blocks(self.steps - 1)   # the segment's last step grew into the cache, finishers too
             if self.sim.spans is not None:
                 self.sim.span(self, start, now, "decode", None)
         if self.dec_heap and self.dec_heap[0][0] <= self.steps:
             self._finish_due(now)
         self.busy = False
         self.iter = self.seg = None
+        if self.dirty:
+            self._drop_aborted(now)
+        self._fit_running(now)      # running requests get this step's blocks before any admission
         if self.waiting:
             self.try_admit(now)
         if not self.busy:
             self.start_iteration(now)
 
     def _join_decode(self, req: Request, now: float) -> None:
-        self.sim.first_token(req, now)
-        if req.output <= 1:
-            self._complete(req, now)
+        if req.gen == 0:
+            self.sim.first_token(req, now)
+        req.gen += 1                               # the prefill's last step produced a token
+        if req.gen >= req.output:
+            held = self.alloc.get(req.rid, 0)
+            self._complete(req, now, held)
             return
-        # join step s0 = self.steps: tokens generated = 1 + steps - s0; finishes when steps = s0 + output - 1
-        end_step = self.steps + req.output - 1
+        self.used -= self.alloc.pop(req.rid)
+        # join step s0 = self.steps: tokens generated = gen + steps - s0; finishes when steps = s0 + output - gen
+        end_step = self.steps + req.output - req.gen
         req.join_step = self.steps
+        req.base = req.prompt + req.gen - self.steps   # KV slots it needs to run step s: base + s
         req.where = "decode"
         heapq.heappush(self.dec_heap, (end_step, req.rid, req))
         self.n_dec += 1
-        self.base_sum += req.prompt + 1 - self.steps
+        self.base_sum += req.base
+        self.dec_blocks.add(req.base)
+
+    def _leave_decode(self, req: Request) -> None:
+        self.n_dec -= 1
+        self.base_sum -= req.base
+        self.dec_blocks.remove(req.base)
 
     def _finish_due(self, now: float) -> None:
         heap = self.dec_heap
         done = []
         while heap and heap[0][0] <= self.steps:
             _, _, req = heapq.heappop(heap)
-            self.n_dec -= 1
-            self.base_sum -= req.prompt + 1 - req.join_step
+            self._leave_decode(req)
             done.append(req)
         # complete only after the batch reflects every finisher: completing one may send the client's next
         # request right away, and its hop must see this step's state, whatever order the finishers are in
         for req in done:
-            self._complete(req, now)
+            self._complete(req, now, blocks_for(req.base + self.steps))
 
-    def _complete(self, req: Request, now: float) -> None:
+    def _complete(self, req: Request, now: float, held: int) -> None:
+        """``req`` ended here holding ``held`` blocks: free them, keeping what its next turn can reuse."""
         self.release(req)
         if not req.aborted:
             # what the next turn's re-tokenised prompt will still match: the prompt and part of the answer
             hit = req.prompt + int(self.sim.retok * req.output)
-            self.cache_put(req.conv, (hit // BLOCK) * BLOCK)
+            self.cache_put(req.conv, min(hit // BLOCK, held) * BLOCK)
             self.sim.finished(req, now)
 
     def _drop_aborted(self, now: float) -> None:
@@ -322,8 +366,7 @@ class Node:
             keep = []
             for e in self.dec_heap:
                 if e[2].aborted:
-                    self.n_dec -= 1
-                    self.base_sum -= e[2].prompt + 1 - e[2].join_step
+                    self._leave_decode(e[2])
                     self.release(e[2])
                 else:
                     keep.append(e)

@@ -14,7 +14,7 @@ class Request:
                  "decode_node", "cached", "prefill_tokens", "kv_bytes", "first_token", "finish", "status",
                  "aborted", "remaining_prefill", "done_prefill", "full_prefill", "join_step",
                  "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode", "created",
-                 "est")
+                 "est", "gen", "base", "seq", "recompute", "preemptions")
 
     def __init__(self, rid: int, conv: int, turn: int, sent: float, new_input: int, output: int, prompt: int):
         self.rid = rid
@@ -45,3 +45,8 @@ class Request:
         self.transfer_done_at = -1.0
         self.blocks_decode = False      # its inbound transfer pauses the decode node's batch
         self.est = None                 # Turn 2+ on a D node: the Eq.1 estimates it was decided on (dict)
+        self.gen = 0                    # output tokens generated so far (a preempted request resumes there)
+        self.base = 0                   # decoding: KV slots it needs to run its node's decode step s = base + s
+        self.seq = 0                    # admission order on its node (the preemption victim is the latest)
+        self.recompute = False          # preempted: re-prefills prompt + generated tokens locally
+        self.preemptions = 0

@@ -1,15 +1,26 @@
-"""The P-node router axis: which P node prefills a PD-path request."""
+"""The P-node router axis: which P node prefills a PD-path request.
+
+``least-loaded``: the P with the fewest tokens waiting to be prefilled. ``affinity``: the measured proxy's
+rule. It hashes a conversation key once per (re)keyed conversation and takes both the serving slot
+(hash % n_serving) and the P (hash % n_P) from that one hash, so every turn of a conversation goes through
+the same P (whose prefix cache holds its history) and P and slot are correlated as in the proxy (with
+n_P = n_serving, slot i always pairs with P i). The engine draws the slot; given the slot, the hash is
+uniform over the values that map to it, picked here by a fixed integer mix of the key (deterministic).
+"""
 from __future__ import annotations
 
+from math import lcm
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:
     from .node import Node
 
+MASK64 = (1 << 64) - 1
+
 
 class PRouter(Protocol):
-    def pick(self, p_nodes: Sequence["Node"]) -> "Node": ...
+    def pick(self, p_nodes: Sequence["Node"], key: int, slot: int, n_slots: int) -> "Node": ...
 
 
 class LeastLoaded:
@@ -17,7 +28,7 @@ class LeastLoaded:
 
     __slots__ = ()
 
-    def pick(self, p_nodes: Sequence["Node"]) -> "Node":
+    def pick(self, p_nodes: Sequence["Node"], key: int = 0, slot: int = 0, n_slots: int = 1) -> "Node":
         best, best_load = None, None
         for p in p_nodes:
             load = p.pending_prefill_tokens()
@@ -26,4 +37,24 @@ class LeastLoaded:
         return best
 
 
-P_ROUTERS: Mapping[str, type] = MappingProxyType({"least-loaded": LeastLoaded})
+def mix64(x: int) -> int:
+    """splitmix64's finaliser: a fixed, well-spread 64-bit hash of an integer."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+class Affinity:
+    """The proxy's pinning: P = hash % n_P, with slot = hash % n_slots from the same hash."""
+
+    __slots__ = ()
+
+    def pick(self, p_nodes: Sequence["Node"], key: int = 0, slot: int = 0, n_slots: int = 1) -> "Node":
+        n_p = len(p_nodes)
+        period = lcm(n_p, n_slots)
+        h = slot + n_slots * (mix64(key) % (period // n_slots))   # uniform among hashes with this slot
+        return p_nodes[h % n_p]
+
+
+P_ROUTERS: Mapping[str, type] = MappingProxyType({"least_loaded": LeastLoaded, "affinity": Affinity})

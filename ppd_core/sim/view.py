@@ -31,7 +31,7 @@ class NodeView:
         return self._node.pending_prefill_tokens()
 
     def cached_for(self, conv: int, prompt: int) -> int:
-        return self._node.kv.hit(conv, prompt)
+        return self._node.cached_for(conv, prompt)
 
     def prefill_queue(self) -> list[tuple[int, int, bool]]:
         """Prefill work queued ahead of a new request, FIFO: (tokens left, context done, full prefill) of the
