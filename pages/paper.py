@@ -16,6 +16,7 @@ from ui.paper_charts import (engines_figure, fig5_figure, fig6_figures, headline
                              table1_figure, table2_figure)
 from ui.cards import defs as metric_defs
 from ui.controls import Control
+from ui.progress import StreamlitProgress
 
 FULL_GRID = Control("paper_t2_full", "Full grid (3,060 runs)", "toggle", default=False)
 
@@ -23,8 +24,9 @@ FULL_GRID = Control("paper_t2_full", "Full grid (3,060 runs)", "toggle", default
 @st.cache_data(max_entries=32, show_spinner=False)
 def run_item(name: str, quick: bool, measured: str | None, version: str) -> P.Item:
     """One paper item (``version``: the simulator's code + parameter version, so recalibration re-runs)."""
-    with runner.Progress(f"{name}: simulating") as progress:
-        return P.run_item(name, quick=quick, measured_dir=measured, progress=progress)
+    with StreamlitProgress(f"{name}: simulating") as progress:
+        return runner.pooled(lambda pool=None, workers=None: P.run_item(name, quick=quick, measured_dir=measured,
+                                                                         progress=progress, pool=pool), long=True)
 
 
 def get(name: str, quick: bool = False) -> P.Item:

@@ -14,6 +14,7 @@ from ui import charts, runner, uploads, widgets
 from ui import validation_view as V
 from ui.cards import defs, fmt_pct
 from ui.controls import Control
+from ui.progress import StreamlitProgress
 
 SOURCE = Control("val_source", "Measured data", "radio", options=("bundled", "upload"), default="bundled",
                  help="bundled: the calibration set shipped with the project (../shared/data/ppd-measured); "
@@ -25,8 +26,9 @@ EXTRAS = (SOURCE, SAMPLE)
 
 
 def _validate(folder: str, sample: int) -> dict:
-    with runner.Progress("Simulating the measured points") as progress:
-        pts, summary, notes = validate(folder, sample or None, progress=progress)
+    with StreamlitProgress("Simulating the measured points") as progress:
+        pts, summary, notes = runner.pooled(
+            lambda **opt: validate(folder, sample or None, progress=progress, **opt), long=True)
     return {"points": V.points_frame(pts), "summary": summary, "notes": notes, "raw": pts}
 
 
