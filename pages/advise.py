@@ -2,15 +2,14 @@
 widgets -> AdviseRequest -> cached ppd_core.analysis.advisor -> ranked table with Explore links + Pareto scatter."""
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from ppd_core.analysis import advisor as adv
 from ppd_core.config.errors import PPDError
 from ppd_core.config.scenario import Scenario, parse_lenient
 from ppd_core.analysis.grid import PAPER_QPS
-from ppd_core.workloads.traces import load_trace
-from ui import runner, widgets
+from ui import runner, uploads, widgets
+from ui.advisor_view import pareto_figure, run_advisor
 from ui.controls import Control, controls_for
 
 GPU_COUNTS = ("1", "2", "4", "8", "16")
@@ -23,34 +22,11 @@ SLO_TTFT = Control("adv_slo_ttft", "TTFT SLO (ms)", "number", lo=1.0, hi=1e6, st
 SLO_TPOT = Control("adv_slo_tpot", "TPOT SLO (ms)", "number", lo=1.0, hi=1e6, step=1.0, default=30.0)
 W_TTFT = Control("adv_w_ttft", "Weight of TTFT", "number", lo=0.0, hi=100.0, step=0.5, default=1.0)
 W_TPOT = Control("adv_w_tpot", "Weight of TPOT", "number", lo=0.0, hi=100.0, step=0.5, default=1.0)
-EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def run_advisor(req: adv.AdviseRequest, trace_bytes: bytes | None, trace_name: str) -> adv.Advice:
-    """The advisor run; its progress bar is created here, so a cache hit replays it (ending empty)."""
-    trace = load_trace(trace_bytes, name=trace_name) if trace_bytes is not None else None
-    with runner.Progress("Simulating candidates") as progress:
-        return adv.advise(req, trace=trace, progress=progress)
-
-
-def pareto_figure(ranked) -> go.Figure:
-    fig = go.Figure()
-    for on, name, color, size in ((False, "other candidates", "#9aa5b1", 8), (True, "Pareto front", "#1f77b4", 12)):
-        d = ranked[ranked["pareto"] == on]
-        if on:
-            d = d.sort_values("ttft_ms")
-        fig.add_trace(go.Scatter(
-            x=d["ttft_ms"], y=d["tpot_ms"], mode="lines+markers" if on else "markers", name=name,
-            marker=dict(size=size, color=color, symbol=["circle" if e else "x" for e in d["eligible"]]),
-            line=dict(color=color, dash="dot"),
-            text=[f"#{r} {lay} {lab}<br>score {s:.3f}" for r, lay, lab, s in
-                  zip(d["rank"], d["layout"], d["label"], d["score"])],
-            hovertemplate="%{text}<br>TTFT %{x:.1f} ms, TPOT %{y:.2f} ms<extra></extra>"))
-    fig.update_layout(title="Turn 2+ TTFT vs TPOT (means over the QPS range); × = success < 95 % somewhere",
-                      height=440, margin=dict(t=60, b=40, l=50, r=10), xaxis_title="Turn 2+ mean TTFT (ms)",
-                      yaxis_title="Turn 2+ mean TPOT (ms)", legend=dict(orientation="h", y=-0.2))
-    return fig
+TIME_UNIT = Control("adv_time_unit", "Trace time unit", "select", options=uploads.TIME_UNIT_CHOICES,
+                    default="auto", help="Unit of the trace's timestamps. auto: the format's documented unit "
+                    "(Mooncake: integer ms, refused with a fraction; CSV: the arrival column in seconds, or the "
+                    "unit its name gives). A Mooncake trace with fractional timestamps needs s, ms or us.")
+EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT, TIME_UNIT)
 
 
 st.title("Advisor")
@@ -76,8 +52,10 @@ with st.form("advise_form"):
     slo_tpot = float(widgets.render_extra(SLO_TPOT, s2))
     w_ttft = float(widgets.render_extra(W_TTFT, s3))
     w_tpot = float(widgets.render_extra(W_TPOT, s4))
-    upload = st.file_uploader("Your own trace (optional; replaces the workload): ShareGPT/WildChat JSON, Mooncake "
+    t1, t2 = st.columns([3, 1])
+    upload = t1.file_uploader("Your own trace (optional; replaces the workload): ShareGPT/WildChat JSON, Mooncake "
                               "JSONL or CSV (up to 50 MiB)", type=["json", "jsonl", "csv"], key="adv_trace")
+    time_unit = str(widgets.render_extra(TIME_UNIT, t2))
     submitted = st.form_submit_button("Run advisor", type="primary", icon=":material/travel_explore:")
 
 # the shared scenario keys as the form holds them; the address bar follows (the other keys are carried)
@@ -92,8 +70,8 @@ if submitted:
     try:
         trace_bytes = upload.getvalue() if upload is not None else None
         trace_name = upload.name if upload is not None else "trace"
-        if trace_bytes is not None:
-            load_trace(trace_bytes, name=trace_name)          # a bad file: one line naming the line
+        if trace_bytes is not None:                          # a bad file: one line naming the line
+            uploads.import_trace_upload(trace_bytes, trace_name, time_unit)
         base = Scenario(gpu=shared.gpu, model=shared.model, tp=shared.tp, conversations=conversations,
                         workload="trace" if trace_bytes is not None else shared.workload)
         req = adv.AdviseRequest(n_gpus, base, tuple(qps), slo_ttft, slo_tpot, w_ttft, w_tpot)
@@ -102,13 +80,15 @@ if submitted:
         st.session_state.pop("adv_inputs", None)
         st.error(str(exc))
         st.stop()
-    st.session_state["adv_inputs"] = (req, trace_bytes, trace_name)
+    st.session_state["adv_inputs"] = (req, trace_bytes, trace_name, time_unit)
 
 inputs = st.session_state.get("adv_inputs")
 if inputs is None:
     st.info("Pick the inputs and press **Run advisor**.")
     st.stop()
 
+if inputs[1] is not None:
+    st.code(uploads.import_trace_upload(*inputs[1:])[1].describe(), language=None)
 advice = runner.run_or_stop(lambda: run_advisor(*inputs), "Advisor")
 
 ranked = advice.ranked
@@ -116,8 +96,8 @@ best = ranked.iloc[0]
 st.success(f"Best: **{best['layout']}** ({best['label']}) — score {best['score']:.3f}, Turn 2+ TTFT "
            f"{best['ttft_ms']:.1f} ms, TPOT {best['tpot_ms']:.2f} ms, {best['throughput_tok_s']:,.0f} tok/s. "
            f"[Open in Explore]({best['explore']})")
-for note in advice.notes:
-    st.caption(note)
+for note in advice.notes:       # "warning: ..." = the ranking rests on few Turn 2+ requests (metrics MIN_SAMPLE)
+    (st.warning if note.startswith("warning") else st.caption)(note)
 
 st.subheader("Ranked candidates")
 st.dataframe(

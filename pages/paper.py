@@ -9,30 +9,14 @@ from __future__ import annotations
 import streamlit as st
 
 from ppd_core import reproduce as P
-from ppd_core.config.errors import PPDError
-from ppd_core.analysis.cache import code_version
-from ui import charts, runner, widgets
+from ui import charts, widgets
 from ui.paper_charts import (engines_figure, fig5_figure, fig6_figures, headline_figure, interference_figure,
                              table1_figure, table2_figure)
 from ui.cards import defs as metric_defs
 from ui.controls import Control
+from ui.paper_runs import get, measured_dir
 
 FULL_GRID = Control("paper_t2_full", "Full grid (3,060 runs)", "toggle", default=False)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def run_item(name: str, quick: bool, measured: str | None, version: str) -> P.Item:
-    """One paper item (``version``: the simulator's code + parameter version, so recalibration re-runs)."""
-    with runner.Progress(f"{name}: simulating") as progress:
-        return P.run_item(name, quick=quick, measured_dir=measured, progress=progress)
-
-
-def get(name: str, quick: bool = False) -> P.Item:
-    try:
-        return run_item(name, quick, MEASURED, VERSION)
-    except PPDError as exc:
-        st.error(f"{name}: {exc}")
-        st.stop()
 
 
 def show(item: P.Item, defs: str) -> None:
@@ -53,8 +37,7 @@ def show(item: P.Item, defs: str) -> None:
 
 # ---- page ----------------------------------------------------------------------------------------------------
 
-VERSION = code_version()
-MEASURED = str(P.MEASURED_DEFAULT) if P.MEASURED_DEFAULT.is_dir() else None
+MEASURED = measured_dir()
 
 state = widgets.carry_scenario("paper", (FULL_GRID,))      # scenario keys carried for the navigation
 st.title("The paper, reproduced")

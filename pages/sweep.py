@@ -1,11 +1,7 @@
 """Sweep: Turn 2+ TTFT/TPOT against QPS and bandwidth for PPD, PD and Replica, and the weights frontier."""
 import streamlit as st
 
-from ui import analysis, cards, charts, runner, widgets
-
-QPS_GRID = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 20.0)
-BW_GRID = (10.0, 25.0, 50.0, 100.0, 150.0)
-W_TPOT_GRID = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0)
+from ui import cards, charts, runner, sweeps, widgets
 
 state = widgets.scenario_sidebar("sweep")
 sc = state.scenario
@@ -24,13 +20,10 @@ if state.infeasible:
 systems = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
 runner.start_workers()      # the sweeps run their points side by side in the worker pool
 
-
-def _points(key, grid):
-    return [({"system": name, key: v}, s.with_(**{key: v})) for v in grid for name, s in systems.items()]
-
-
-qps_df = runner.run_or_stop(lambda: runner.run_points(_points("qps", QPS_GRID), "QPS sweep"))
-bw_df = runner.run_or_stop(lambda: runner.run_points(_points("bandwidth_gbps", BW_GRID), "Bandwidth sweep"))
+qps_df = runner.run_or_stop(lambda: sweeps.run_points(sweeps.system_points(systems, "qps", sweeps.QPS_GRID),
+                                                      "QPS sweep"))
+bw_df = runner.run_or_stop(lambda: sweeps.run_points(
+    sweeps.system_points(systems, "bandwidth_gbps", sweeps.BW_GRID), "Bandwidth sweep"))
 
 st.subheader("Against load (QPS)")
 left, right = st.columns(2)
@@ -51,18 +44,9 @@ with right:
                           log_x=True), "sweep_bw_tpot", cards.defs("tpot", "turn2"))
 
 st.subheader("Weights frontier")
-front_base = sc
-note = ""
-if not analysis.has_d_nodes(sc) or sc.policy not in ("dynamic", "dynamic-table"):
-    # Eq.1 only decides on D nodes under a dynamic policy: sweep the x=0 layout with the dynamic policy.
-    front_base = systems["PD"].with_(policy="dynamic")
-    note = (f"This scenario ({sc.layout}, policy {sc.policy}) has no per-request decision to weigh, so the "
-            f"frontier uses {front_base.layout} with policy dynamic.")
-front_df = runner.run_or_stop(lambda: runner.run_points(
-    [({"w_tpot": w}, front_base.with_(w_tpot=w)) for w in W_TPOT_GRID], "Weights frontier"))
-refs = runner.run_or_stop(lambda: runner.run_points(
-    [({"label": "x=0 (policy pd)"}, front_base.with_(policy="pd")),
-     ({"label": "x=1 (policy ppd)"}, front_base.with_(policy="ppd"))], "Frontier extremes"))
+front_base, note = sweeps.frontier_base(sc, systems)
+front_df = runner.run_or_stop(lambda: sweeps.run_points(sweeps.frontier_points(front_base), "Weights frontier"))
+refs = runner.run_or_stop(lambda: sweeps.run_points(sweeps.frontier_extremes(front_base), "Frontier extremes"))
 charts.chart(charts.frontier_figure(front_df, refs), "sweep_frontier",
              (note + "  \n" if note else "") + f"w_ttft = {front_base.w_ttft:g}. "
              + cards.defs("s", "x", "local", "ttft", "tpot"))

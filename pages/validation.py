@@ -9,11 +9,11 @@ import streamlit as st
 from ppd_core.config.errors import PPDError
 from ppd_core.config.paths import MEASURED_DEFAULT
 from ppd_core.analysis.cache import code_version
-from ppd_core.calibration.validate import validate
-from ui import charts, runner, uploads, widgets
+from ui import charts, uploads, widgets
 from ui import validation_view as V
 from ui.cards import defs, fmt_pct
 from ui.controls import Control
+from ui.validation_runs import run_bundled, run_uploaded
 
 SOURCE = Control("val_source", "Measured data", "radio", options=("bundled", "upload"), default="bundled",
                  help="bundled: the calibration set shipped with the project (../shared/data/ppd-measured); "
@@ -22,27 +22,6 @@ SAMPLE = Control("val_sample", "Points to simulate (0 = all)", "number", lo=0, h
                  help="A random sample of measured (file, layout, workload, QPS) points; 0 simulates all of "
                       "them (about 20–45 s).")
 EXTRAS = (SOURCE, SAMPLE)
-
-
-def _validate(folder: str, sample: int) -> dict:
-    with runner.Progress("Simulating the measured points") as progress:
-        pts, summary, notes = validate(folder, sample or None, progress=progress)
-    return {"points": V.points_frame(pts), "summary": summary, "notes": notes, "raw": pts}
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def run_bundled(sample: int, version: str) -> dict:
-    """Every usable point of the bundled calibration set (``sample`` > 0: a random sample of that many
-    points). ``version``: the simulator's code + parameter version. The progress bar is created here, so a
-    cache hit replays it and ends empty."""
-    return _validate(str(MEASURED_DEFAULT), sample)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def run_uploaded(files: tuple[tuple[str, bytes], ...], sample: int, version: str) -> dict:
-    """The same for uploaded CSVs (already checked), written to a fresh temporary folder for the run."""
-    with uploads.materialised(files) as folder:
-        return _validate(folder, sample)
 
 
 # ---- page ----------------------------------------------------------------------------------------------------

@@ -240,3 +240,22 @@ def test_gpu_types_run_every_candidate_on_each_and_price_per_dollar():
         adv.AdviseRequest(2, TINY, (1,), 200, 30, gpu_types="H100-SXM,NoSuchGPU")
     with pytest.raises(ScenarioError, match="rank_by"):
         adv.AdviseRequest(2, TINY, (1,), 200, 30, rank_by="speed")
+
+
+def test_page_trace_time_unit_and_stats():
+    """A Mooncake trace with fractional timestamps is refused under auto (one line asking for the unit) and
+    runs with time unit ms; the import's stats (TraceStats.describe) are shown above the ranking."""
+    import re
+    text = (ROOT / "data" / "traces" / "example_mooncake.jsonl").read_text()
+    frac = re.sub(r'"timestamp": (\d+)', lambda m: f'"timestamp": {m.group(1)}.5', text).encode()
+    at = _page()
+    at.file_uploader(key="adv_trace").set_value(("frac.jsonl", frac, "application/jsonl"))
+    at.button[0].click().run()
+    assert not at.exception and not at.dataframe
+    assert len(at.error) == 1 and "give the unit" in at.error[0].value and "\n" not in at.error[0].value
+    at.selectbox(key="adv_time_unit").set_value("ms")
+    at.button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    stats = [c.value for c in at.code if c.value.startswith("trace frac.jsonl (mooncake)")]
+    assert stats and "timestamps in ms (given)" in stats[0] and "27 requests -> 12 conversations" in stats[0]
+    assert len(at.dataframe[0].value) == 8

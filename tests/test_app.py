@@ -46,6 +46,15 @@ def _charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+def _array(v) -> list:
+    """A Plotly JSON array: a list, or {"dtype", "bdata"} (base64 of a typed array)."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+        import numpy as np
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
 def _share_link(at: AppTest) -> str:
     links = [c.value for c in at.code if c.value.startswith("http")]
     assert links, "no share link"
@@ -222,6 +231,12 @@ def test_sweep_page_bands_and_cache():
     assert fills.count("tonexty") == 3                       # one p10-p90 band per system
     names = {t["name"] for t in qps_ttft["data"]}
     assert {"PPD p50", "PD p50", "Replica p50"} <= names
+    # the bands are the run's own Turn 2+ quantiles (one run_grid call, summaries' p10/p50/p90)
+    ppd = next(t for t in qps_ttft["data"] if t["name"] == "PPD p50")
+    low = next(t for t in qps_ttft["data"] if t["name"] == "PPD p10–p90")
+    want = ppd_core.run(Scenario(conversations=40, layout="1P_3D", qps=0.5)).summary["groups"]["turn2plus"]["ttft_ms"]
+    assert _array(ppd["y"])[0] == pytest.approx(want["p50"], rel=1e-5)
+    assert _array(low["y"])[0] == pytest.approx(want["p10"], rel=1e-5)
     frontier = figs[-1]
     assert any("local" in str(txt) for t in frontier["data"] for txt in (t.get("text") or []))
     assert ppd_core.parse(_share_link(at)).layout == "1P_3D"

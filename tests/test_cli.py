@@ -15,7 +15,7 @@ from helpers import check_invariants, strip_wall
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STATS = {"mean", "p50", "p90", "p99"}
+STATS = {"mean", "p10", "p50", "p90", "p99"}
 GROUP = {"count", "ttft_ms", "tpot_ms", "e2e_ms", "client_wait_ms"}
 
 

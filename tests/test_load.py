@@ -445,15 +445,17 @@ async def _drive_fault(context, base: str, s: Session, start: asyncio.Event, mov
 
 
 def worker_pids(server: int) -> list[int]:
-    """The server's spawned simulation workers (not the multiprocessing resource tracker)."""
+    """The server's simulation workers: spawned ones, or the children of the forkserver (the WorkerPool's start
+    method where available); never the forkserver itself or the multiprocessing resource tracker."""
     import psutil
     out = []
     for p in psutil.Process(server).children(recursive=True):
         try:
             cmd = " ".join(p.cmdline())
+            ppid = p.ppid()
         except psutil.Error:
             continue
-        if "spawn_main" in cmd:
+        if "spawn_main" in cmd or ("forkserver" in cmd and ppid != server):
             out.append(p.pid)
     return out
 

@@ -36,3 +36,19 @@ def test_workers_are_validated():
     for bad in (0, 257, True, 1.5):
         with pytest.raises(PPDError):
             WorkerPool(bad)
+
+
+def test_a_late_report_of_an_old_crash_keeps_the_fresh_processes():
+    """A server shares one pool between sessions: two callers see the same crash; the first heals the pool
+    and runs again; the second's late report must not shut down the fresh processes under the first."""
+    import time
+    with WorkerPool(1) as pool:
+        a, b = pool.submit(os._exit, 3), pool.submit(os._exit, 3)
+        with pytest.raises(WorkerCrashed):
+            pool.result(a)
+        fresh = [pool.submit(time.sleep, 0.2) for _ in range(4)]    # session 1 retries on fresh processes
+        live = pool.pids()
+        with pytest.raises(WorkerCrashed):
+            pool.result(b)                                  # session 2 learns of the old crash only now
+        assert pool.pids() == live and live                 # the fresh processes were kept
+        assert [pool.result(f, timeout=60) for f in fresh] == [None] * 4     # none cancelled, none crashed

@@ -176,8 +176,9 @@ if __name__ == "__main__":
     at = AppTest.from_string(script, default_timeout=TIMEOUT).run()
     assert not at.exception, [e.message for e in at.exception]
     assert len(at.error) == 1 and "worker" in at.error[0].value and "\n" not in at.error[0].value
-    assert first.broken and runner.worker_pool(1) is not first
-    assert runner.worker_pool(1).pool.submit(ppd_core.run, Scenario(conversations=2)).result(timeout=120).summary
+    assert runner.worker_pool(1) is first                   # the same WorkerPool, healed: fresh processes
+    assert first.pool.result(first.pool.submit(ppd_core.run, Scenario(conversations=2)), timeout=120).summary
+    assert first.pids() and os.getpid() not in first.pids()
 
 
 def test_killing_a_worker_during_a_run_spares_every_session(monkeypatch):
@@ -206,7 +207,6 @@ def test_killing_a_worker_during_a_run_spares_every_session(monkeypatch):
     if not a.error:
         want = ppd_core.run(ppd_core.parse(query)).summary["groups"]["turn2plus"]["ttft_ms"]["mean"]
         assert [m.value for m in a.metric if m.label == "Turn 2+ TTFT mean"] == [f"{want:,.1f} ms"]
-    assert workers.broken and runner.worker_pool(2) is not workers
     b = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     b.query_params["conversations"] = "60"
     b.query_params["seed"] = "11"
@@ -215,3 +215,20 @@ def test_killing_a_worker_during_a_run_spares_every_session(monkeypatch):
     assert not b.exception and not b.error
     want = ppd_core.run(Scenario(conversations=60, seed=11)).summary["groups"]["turn2plus"]["ttft_ms"]["mean"]
     assert [m.value for m in b.metric if m.label == "Turn 2+ TTFT mean"] == [f"{want:,.1f} ms"]
+    assert runner.worker_pool(2) is workers and pids[0] not in workers.pids()     # healed in place
+
+
+def test_sample_warnings_are_shown_per_system():
+    """A run resting on few requests: its summary's warnings appear once per system, one line each; a large
+    enough run shows none."""
+    script = """
+import streamlit as st
+import ppd_core
+from ppd_core.config.scenario import Scenario
+from ui import widgets
+small = ppd_core.run(Scenario(conversations=5)).summary
+widgets.sample_warnings({"PPD": small, "PD": small | {"warnings": []}})
+"""
+    at = AppTest.from_string(script, default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert len(at.warning) == 1 and at.warning[0].value.startswith("PPD: ") and "fewer than 100" in at.warning[0].value

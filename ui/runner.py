@@ -1,20 +1,19 @@
-"""Running simulations for the pages: the one worker pool (spawned, self-healing), cached runs, and the one
-progress adapter used by Advisor, Paper, Validation and Sweep.
+"""Running simulations for the pages: the server's one worker pool (``ppd_core.analysis.pool.WorkerPool``),
+cached runs, and the retry rule.
 
-The pool. One ``ProcessPoolExecutor`` per server (``st.cache_resource``), spawned (never a fork of the
-threaded server), warmed with a tiny run per worker. Errors raised in a worker come back as themselves
-(``ppd_core.config.errors`` pickle intact). If a worker dies anyway (killed, out of memory) every future of that
-pool fails with ``BrokenProcessPool``; the first caller to see it marks the pool broken and drops it from the
-cache (its ``on_release`` shuts it down) and every affected call is retried once on the fresh pool. A call
-whose retry breaks the new pool too raises ``WorkerLost``: one line in that session only.
+The pool. One ``WorkerPool`` per server (``st.cache_resource``): the core's start-method rule (forkserver with
+ppd_core preloaded, else spawn; never a fork of the threaded server), warmed with a tiny run per worker.
+Errors raised in a worker come back as themselves (``ppd_core.config.errors`` pickle intact). If a worker dies
+anyway (killed, out of memory) the pool raises ``WorkerCrashed`` on the call that finds it broken and starts
+fresh processes on the next call; ``pooled`` / ``call`` retry such a call once on the healed pool, and a call
+whose retry crashes too raises ``WorkerLost``: one line in that session only.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -22,16 +21,13 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 import ppd_core
+from ppd_core.analysis.pool import WorkerCrashed, WorkerPool
 from ppd_core.config.errors import PPDError
 from ppd_core.config.scenario import Scenario
 
-from .analysis import sweep_point
 
-MAX_PROGRESS_UPDATES = 40
-
-
-class WorkerLost(RuntimeError):
-    """A simulation worker died (killed, out of memory) twice on this call; the pool was replaced."""
+class WorkerLost(WorkerCrashed):
+    """A simulation worker died (killed, out of memory) twice on this call; the pool was healed."""
 
 
 def worker_count() -> int:
@@ -46,46 +42,34 @@ def worker_count() -> int:
 
 
 class Workers:
-    """The simulation process pool, the futures of its warm-up runs, and whether it broke."""
+    """The server's ``WorkerPool`` and the futures of its warm-up runs."""
 
-    def __init__(self, pool: ProcessPoolExecutor, warmup: tuple):
+    def __init__(self, pool: WorkerPool, warmup: tuple[Future, ...]):
         self.pool, self.warmup = pool, warmup
-        self.broken = False
-        self.lock = threading.Lock()
 
     @property
     def ready(self) -> bool:
         return all(f.done() for f in self.warmup)
 
-    def pids(self) -> list[int]:
+    def pids(self) -> tuple[int, ...]:
         """PIDs of the live worker processes (tests kill one)."""
-        return [p.pid for p in (getattr(self.pool, "_processes", None) or {}).values() if p.is_alive()]
+        return self.pool.pids()
 
 
 def _release_workers(w: "Workers | None") -> None:
     if w is not None:
-        w.pool.shutdown(wait=False, cancel_futures=True)
+        w.pool.shutdown(wait=False)
 
 
 @st.cache_resource(show_spinner=False, on_release=_release_workers)
 def worker_pool(n: int) -> Workers | None:
-    """A process pool for ppd_core runs (spawned, so no fork of the threaded server). Every worker imports
-    ppd_core and runs a tiny scenario at once, so the first slider move does not wait for that."""
+    """The server's one ``WorkerPool`` of ``n`` processes (None for 0: run in the server process). Every worker
+    imports ppd_core and runs a tiny scenario at once, so the first slider move does not wait for that."""
     if n <= 0:
         return None
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    pool = WorkerPool(n)
     warm = tuple(pool.submit(ppd_core.run, Scenario(conversations=2, workload="small_tiny")) for _ in range(n))
     return Workers(pool, warm)
-
-
-def _replace(broken: Workers) -> None:
-    """Drop a broken pool from the cache once (concurrent callers that saw the same pool break do nothing)."""
-    with broken.lock:
-        if broken.broken:
-            return
-        broken.broken = True
-    if worker_pool(worker_count()) is broken:
-        worker_pool.clear()          # on_release shuts the broken pool down; the next call spawns a fresh one
 
 
 def start_workers() -> None:
@@ -99,22 +83,37 @@ def _ready_workers() -> Workers | None:
     if not st.session_state.get("_workers"):
         return None
     workers = worker_pool(worker_count())
-    return workers if workers is not None and workers.ready and not workers.broken else None
+    return workers if workers is not None and workers.ready else None
+
+
+LOST = ("a simulation worker process stopped (killed or out of memory) while running this scenario, twice; "
+        "the worker pool was restarted — change a control or reload to try again")
+
+
+def pooled(job: Callable[..., Any], long: bool = False) -> Any:
+    """``job(pool=WorkerPool)`` on the warm server pool, or ``job(workers=1)`` (in this process) until this
+    session's pool is warm; ``long`` (a sweep, the advisor, validation, a paper item): start the pool and use
+    it at once (the job waits for the workers anyway). No pool (``PPD_DASHBOARD_WORKERS=0``): in this process.
+    A worker that dies: retried once on the healed pool; twice: ``WorkerLost``."""
+    if long:
+        start_workers()
+    for attempt in (1, 2):
+        workers = _ready_workers() if attempt == 1 and not long else worker_pool(worker_count())
+        if workers is None:
+            return job(workers=1)
+        try:
+            return job(pool=workers.pool)
+        except WorkerCrashed:
+            continue
+    raise WorkerLost(LOST)
 
 
 def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` in the warm pool (in this process until this session's pool is warm). A dead
-    worker: the pool is replaced and the call retried once there; a second loss raises ``WorkerLost``."""
-    for attempt in (1, 2):
-        workers = _ready_workers() if attempt == 1 else worker_pool(worker_count())
-        if workers is None:
-            return fn(*args, **kwargs)
-        try:
-            return workers.pool.submit(fn, *args, **kwargs).result()
-        except BrokenProcessPool:
-            _replace(workers)
-    raise WorkerLost("a simulation worker process stopped (killed or out of memory) while running this "
-                     "scenario, twice; the worker pool was restarted — change a control or reload to try again")
+    """``fn(*args, **kwargs)`` in the warm pool (in this process until this session's pool is warm), with
+    ``pooled``'s retry rule."""
+    def job(pool: WorkerPool | None = None, workers: int = 1) -> Any:
+        return fn(*args, **kwargs) if pool is None else pool.result(pool.submit(fn, *args, **kwargs))
+    return pooled(job)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -164,12 +163,6 @@ def simulate_systems(sc: Scenario) -> dict[str, dict]:
     return dict(zip(scs, parallel_map(simulate, list(scs.values()))))
 
 
-@st.cache_data(max_entries=4096, show_spinner=False)
-def point_stats(sc: Scenario) -> dict:
-    """Sweep point statistics of one cached run (``analysis.sweep_point``)."""
-    return sweep_point(simulate(sc))
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def interference_curve(sc: Scenario, batches: tuple[int, ...], n_prefills: int, prefill_tokens: int,
                        cached_tokens: int) -> pd.DataFrame:
@@ -185,44 +178,11 @@ def interference_curve(sc: Scenario, batches: tuple[int, ...], n_prefills: int, 
 
 def run_or_stop(fn: Callable[[], Any], what: str = "Simulation refused this scenario") -> Any:
     """Call ``fn``; a user-facing ppd_core error or a lost worker becomes one st.error line and stops the
-    page (this session only: nothing is cached and the pool is already replaced)."""
+    page (this session only: nothing is cached and the pool has already healed)."""
     try:
         return fn()
+    except WorkerLost as exc:                   # a PPDError too: caught first, it is not the scenario's fault
+        st.error(f"Simulation interrupted: {exc}.")
     except PPDError as exc:
         st.error(f"{what}: {exc}")
-    except WorkerLost as exc:
-        st.error(f"Simulation interrupted: {exc}.")
     st.stop()
-
-
-class Progress:
-    """The one progress adapter: a ``progress(done, total)`` callback (the ppd_core convention) drawing a
-    Streamlit progress bar, redrawn at most ``MAX_PROGRESS_UPDATES`` times; ``close()`` removes it. Created
-    inside a cached function it is replayed on a cache hit (ending empty)."""
-
-    def __init__(self, label: str):
-        self.label = label
-        self.bar = st.progress(0.0, text=f"{label}…")
-        self.step = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        total = max(total, 1)
-        if done >= total or done * MAX_PROGRESS_UPDATES >= (self.step + 1) * total:
-            self.step = done * MAX_PROGRESS_UPDATES // total
-            self.bar.progress(min(done / total, 1.0), text=f"{self.label}… {done:,}/{total:,} runs")
-
-    def close(self) -> None:
-        self.bar.empty()
-
-    def __enter__(self) -> "Progress":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def run_points(points: Sequence[tuple[dict, Scenario]], label: str) -> pd.DataFrame:
-    """``point_stats`` for every (labels, scenario) with a progress bar; cached points are instant."""
-    with Progress(label) as progress:
-        stats = parallel_map(point_stats, [s for _, s in points], on_done=lambda k: progress(k, len(points)))
-    return pd.DataFrame([{**labels, **st_} for (labels, _), st_ in zip(points, stats)])

@@ -12,9 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
+import streamlit as st
+
 from ppd_core.config.errors import PPDError
 from ppd_core.calibration.measured import read_dir
-from ppd_core.workloads.traces import MAX_TRACE_BYTES
+from ppd_core.workloads.trace_stats import TraceStats
+from ppd_core.workloads.traces import MAX_TRACE_BYTES, TIME_UNITS, import_trace
 
 MAX_FILE_BYTES = MAX_TRACE_BYTES          # 50 MiB, the trace cap
 MAX_FILES = 16
@@ -76,3 +79,21 @@ def materialised(files: Sequence[tuple[str, bytes]]) -> Iterator[str]:
         for name, data in files:
             (Path(tmp) / name).write_bytes(data)
         yield tmp
+
+
+TIME_UNIT_CHOICES = ("auto", *TIME_UNITS)     # auto: the format's documented unit (Mooncake integer ms, CSV s)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def import_trace_upload(data: bytes, name: str, time_unit: str = "auto") -> tuple[tuple, TraceStats]:
+    """A visitor's trace upload through ``ppd_core.workloads.traces.import_trace`` (format detected; its size,
+    encoding and every line checked there): (conversations, ``TraceStats``), or ``TraceError`` naming the line.
+    ``time_unit``: one of ``TIME_UNIT_CHOICES``."""
+    if time_unit not in TIME_UNIT_CHOICES:
+        raise PPDError(f"time unit {str(time_unit)[:20]!r} is not allowed; must be one of {', '.join(TIME_UNIT_CHOICES)}")
+    return import_trace(data, name=_trace_name(name), time_unit=None if time_unit == "auto" else time_unit)
+
+
+def _trace_name(raw: str) -> str:
+    """The upload's file name as a label only (never a path)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", Path(str(raw)).name)[:80] or "trace"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
@@ -218,3 +218,12 @@ def nav_links(sc: Scenario, here: str) -> None:
         if here == "learn" or path.endswith("learn.py"):
             p.pop("conversations", None)     # the Learn page shows a handful of conversations, not a run size
         st.sidebar.page_link(path, label=label, query_params=p)
+
+
+def sample_warnings(summaries: Mapping[str, dict]) -> None:
+    """The runs' ``summary["warnings"]`` (figures resting on fewer than ``metrics.report.MIN_SAMPLE``
+    requests), one st.warning per system that has any, shown where those numbers are shown."""
+    for name, summary in summaries.items():
+        ws = summary.get("warnings") or []
+        if ws:
+            st.warning(f"{name}: " + "; ".join(ws), icon="⚠️")

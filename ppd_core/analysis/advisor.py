@@ -307,15 +307,16 @@ class Advice:
 
 def advise(req: AdviseRequest, *, trace=None, executor: str = "local", scheduler: str | None = None,
            workers: int | None = None, cache_dir=None, cache: bool = True,
-           progress: Progress | None = None, check=None) -> Advice:
-    """Run every candidate over the QPS range and rank them. ``trace``: conversations for workload=trace."""
+           progress: Progress | None = None, check=None, pool=None) -> Advice:
+    """Run every candidate over the QPS range and rank them. ``trace``: conversations for workload=trace.
+    ``pool``: a long-lived ``WorkerPool`` for the runs (``run_grid``)."""
     if trace is not None and req.base.workload != "trace":
         req = AdviseRequest(req.n_gpus, req.base.with_(workload="trace"), req.qps, req.slo_ttft_ms,
                             req.slo_tpot_ms, req.weight_ttft, req.weight_tpot, req.rank_by, req.attain,
                             req.gpu_types)
     cands, scenarios, notes = plan(req)
     runs = run_grid(scenarios, executor=executor, scheduler=scheduler, workers=workers,
-                          cache_dir=cache_dir, cache=cache, progress=progress, trace=trace, check=check)
+                          cache_dir=cache_dir, cache=cache, progress=progress, trace=trace, check=check, pool=pool)
     runs.insert(0, "candidate", [c.label + (f" on {c.gpu}" if c.gpu else "") for c in cands for _ in req.qps])
     if req.base.workload == "trace":
         notes.append("workload=trace: the Explore links cannot carry the trace (open them from the CLI with "

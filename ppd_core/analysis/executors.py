@@ -81,7 +81,8 @@ def _chunks(items: list[tuple[int, Scenario]], costs: dict[int, float], workers:
 def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", scheduler: str | None = None,
              workers: int | None = None, cache_dir: str | os.PathLike | None = None, cache: bool = True,
              progress: Progress | None = None, trace=None, check: Check | None = None,
-             params: PerfParams | None = None, tables_for: TablesFor | None = None):
+             params: PerfParams | None = None, tables_for: TablesFor | None = None,
+             pool: WorkerPool | None = None):
     """Run every scenario (cache hits skip the simulation) and return a tidy ``pandas.DataFrame``.
 
     executor: ``local`` (a ``WorkerPool`` over ``workers`` processes, default all local cores) or ``dask``
@@ -95,6 +96,8 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
     params: latency-model parameters for every run (the disk cache is then not used).
     tables_for: called once with the scenarios left to simulate; returns their decision tables by
     ``table_key`` (needed for ``policy=dynamic-table``).
+    pool: a long-lived ``WorkerPool`` to run the local executor's jobs in (a server passes its one pool;
+    ``workers`` is then ignored and the pool is not shut down); None: a pool for this call only.
     The frame's ``attrs`` hold ``cache_hits``, ``simulated``, ``code_version`` and ``wall_s``."""
     import pandas as pd
     t0 = perf_counter()
@@ -168,12 +171,15 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
             if executor == "dask":
                 _run_dask(items, costs, job, scheduler, workers, {version}, collect)
             else:
-                n_workers = min(workers or local_workers(), len(items))
-                if n_workers <= 1 or sum(costs.values()) <= SERIAL_MAX_REQUESTS:
+                n_workers = min(pool.workers if pool is not None else workers or local_workers(), len(items))
+                if n_workers <= 1 or (pool is None and sum(costs.values()) <= SERIAL_MAX_REQUESTS):
                     for chunk in _chunks(items, costs, 1):
                         collect(job(chunk)[1])
+                elif pool is not None:
+                    _run_in(pool, items, costs, job, n_workers, collect)
                 else:
-                    _run_local(items, costs, job, n_workers, collect)
+                    with WorkerPool(n_workers) as own:
+                        _run_in(own, items, costs, job, n_workers, collect)
     finally:
         if cache and fresh:
             diskcache.write(folder, fresh)
@@ -184,10 +190,9 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
     return df
 
 
-def _run_local(items, costs, job: Job, n_workers, collect) -> None:
-    with WorkerPool(n_workers) as pool:
-        for _, results in pool.as_completed(job, _chunks(items, costs, n_workers)):
-            collect(results[0][1])
+def _run_in(pool: WorkerPool, items, costs, job: Job, n_workers, collect) -> None:
+    for _, results in pool.as_completed(job, _chunks(items, costs, n_workers)):
+        collect(results[0][1])
 
 
 def _run_dask(items, costs, job: "Job", scheduler, workers, versions: set[str], collect) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import types
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -85,29 +86,36 @@ class WorkerPool:
             raise PPDError(f"workers: {workers!r} is out of range; must be an integer in [1, {MAX_WORKERS}]")
         self.workers = workers or local_workers()
         self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()         # a long-lived pool is shared by the threads of a server
 
     # ---- lifecycle -------------------------------------------------------------------------------------
     def _live(self) -> ProcessPoolExecutor:
+        with self._lock:
+            ex = self._executor
+            if ex is not None and getattr(ex, "_broken", False):
+                self._discard_broken()
+                raise WorkerCrashed("a worker process died (killed or out of memory); the pool restarts on the "
+                                    "next call")
+            if ex is None:
+                ex = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp_context())
+            return ex
+
+    def _discard_broken(self) -> None:
+        """Drop the current executor if it is broken (caller holds the lock). A fresh executor that another
+        thread already started after the crash is kept: late reports of the old crash do not kill it."""
         ex = self._executor
         if ex is not None and getattr(ex, "_broken", False):
-            self._discard()
-            raise WorkerCrashed("a worker process died (killed or out of memory); the pool restarts on the "
-                                "next call")
-        if ex is None:
-            ex = self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp_context())
-        return ex
-
-    def _discard(self) -> None:
-        ex, self._executor = self._executor, None
-        if ex is not None:
+            self._executor = None
             ex.shutdown(wait=False, cancel_futures=True)
 
     def _crashed(self, exc: BaseException) -> WorkerCrashed:
-        self._discard()
+        with self._lock:
+            self._discard_broken()
         return WorkerCrashed("a worker process died (killed or out of memory); the pool restarts on the next call")
 
     def shutdown(self, wait: bool = True) -> None:
-        ex, self._executor = self._executor, None
+        with self._lock:
+            ex, self._executor = self._executor, None
         if ex is not None:
             ex.shutdown(wait=wait, cancel_futures=True)
 

@@ -25,6 +25,7 @@ from ..config.scenario import Scenario
 from ..model.params import PerfParams
 from . import executors
 from .executors import Check
+from .pool import WorkerPool
 from .progress import Progress
 from .table import tables_for
 
@@ -32,12 +33,12 @@ from .table import tables_for
 def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", scheduler: str | None = None,
              workers: int | None = None, cache_dir: str | os.PathLike | None = None, cache: bool = True,
              progress: Progress | None = None, trace=None, check: Check | None = None,
-             params: PerfParams | None = None):
+             params: PerfParams | None = None, pool: WorkerPool | None = None):
     """``executors.run_grid`` with the decision tables of any ``dynamic-table`` scenario built first (from
     the same cache). See ``executors.run_grid`` for the arguments and the frame's ``attrs``."""
     def tables(todo):
         return tables_for(todo, params, executor=executor, scheduler=scheduler, workers=workers,
-                          cache_dir=cache_dir, cache=cache)
+                          cache_dir=cache_dir, cache=cache, pool=pool)
     return executors.run_grid(scenarios, executor=executor, scheduler=scheduler, workers=workers,
                               cache_dir=cache_dir, cache=cache, progress=progress, trace=trace, check=check,
-                              params=params, tables_for=tables)
+                              params=params, tables_for=tables, pool=pool)

@@ -57,14 +57,15 @@ def _flatten(group: dict) -> dict:
 
 
 def simulate_rows(rows: list[Row], params: PerfParams | None = None, workers: int | None = None,
-                  progress: Progress | None = None) -> dict[Scenario, dict]:
-    """Simulate each distinct scenario of the usable rows once (in parallel on all cores)."""
+                  progress: Progress | None = None, pool: WorkerPool | None = None) -> dict[Scenario, dict]:
+    """Simulate each distinct scenario of the usable rows once (in parallel on all cores, or in ``pool``, a
+    long-lived ``WorkerPool`` that is then not shut down)."""
     need: dict[Scenario, bool] = {}
     for r in rows:
         if r.usable:
             need[r.scenario] = need.get(r.scenario, False) or r.group.startswith("turn:")
     jobs = [(sc, params, per_turn) for sc, per_turn in need.items()]
-    workers = workers or local_workers()
+    workers = pool.workers if pool is not None else workers or local_workers()
     results: dict[Scenario, dict] = {}
     if workers <= 1 or len(jobs) < 4:
         for i, job in enumerate(jobs):
@@ -72,8 +73,10 @@ def simulate_rows(rows: list[Row], params: PerfParams | None = None, workers: in
             if progress:
                 progress(i + 1, len(jobs))
         return results
-    with WorkerPool(workers) as pool:
-        for job, res in zip(jobs, pool.map(_sim_metrics, jobs, progress=progress or None, chunksize=8)):
+    if pool is not None:
+        return dict(zip([j[0] for j in jobs], pool.map(_sim_metrics, jobs, progress=progress, chunksize=8)))
+    with WorkerPool(workers) as own:
+        for job, res in zip(jobs, own.map(_sim_metrics, jobs, progress=progress or None, chunksize=8)):
             results[job[0]] = res
     return results
 
@@ -196,14 +199,15 @@ def summarize(pts: list[Point]) -> dict:
 
 
 def validate(measured_dir: str, sample: int | None = None, seed: int = 0, params: PerfParams | None = None,
-             workers: int | None = None, progress=None) -> tuple[list[Point], dict, list[str]]:
+             workers: int | None = None, progress=None,
+             pool: WorkerPool | None = None) -> tuple[list[Point], dict, list[str]]:
     rows, notes = read_dir(measured_dir)
     if sample is not None:
         keys = sorted({(r.file, r.config, r.workload, r.qps) for r in rows})
         rng = random.Random(seed)
         pick = set(rng.sample(keys, min(sample, len(keys))))
         rows = [r for r in rows if (r.file, r.config, r.workload, r.qps) in pick]
-    sims = simulate_rows(rows, params, workers, progress)
+    sims = simulate_rows(rows, params, workers, progress, pool)
     pts = points(rows, sims)
     return pts, summarize(pts), notes
 

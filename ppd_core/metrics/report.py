@@ -85,9 +85,9 @@ def client_clock(df: pd.DataFrame) -> pd.DataFrame:
 def _stats(values: np.ndarray) -> dict[str, float | None]:
     v = values[~np.isnan(values)]
     if v.size == 0:
-        return {"mean": None, "p50": None, "p90": None, "p99": None}
-    p50, p90, p99 = np.percentile(v, [50, 90, 99])
-    return {"mean": _r(v.mean()), "p50": _r(p50), "p90": _r(p90), "p99": _r(p99)}
+        return {"mean": None, "p10": None, "p50": None, "p90": None, "p99": None}
+    p10, p50, p90, p99 = np.percentile(v, [10, 50, 90, 99])
+    return {"mean": _r(v.mean()), "p10": _r(p10), "p50": _r(p50), "p90": _r(p90), "p99": _r(p99)}
 
 
 def _r(x: float) -> float:

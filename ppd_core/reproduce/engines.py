@@ -36,7 +36,7 @@ def engine_scenarios(layouts: Sequence[str] = ENGINE_LAYOUTS, conversations: int
 
 
 def engines(progress: Progress | None = None, measured_dir: str | Path | None = None,
-            layouts: Sequence[str] = ENGINE_LAYOUTS, conversations: int = 500) -> Item:
+            layouts: Sequence[str] = ENGINE_LAYOUTS, conversations: int = 500, pool=None) -> Item:
     """The paper's offline lookup table (policy ``dynamic-table``: Eq.1 signs from the simulator's own x=0 /
     x=1 runs of the 180 cells, nearest cell online) against the online Eq.1 estimate (policy ``dynamic``),
     with the static ends for reference: local share and Turn 2+ TTFT/TPOT."""
@@ -51,8 +51,8 @@ def engines(progress: Progress | None = None, measured_dir: str | Path | None = 
 
     # the tables' x=0/x=1 runs first, in parallel here (disk-cached), so the dynamic-table runs find them
     for i, (lay, k) in enumerate(zip(layouts, keys)):
-        tables[lay] = build_table(k, progress=part(i * per_table))
-    df = run_grid([p[1] for p in pts], progress=part(per_table * len(keys)))
+        tables[lay] = build_table(k, progress=part(i * per_table), pool=pool)
+    df = run_grid([p[1] for p in pts], progress=part(per_table * len(keys)), pool=pool)
     data = pd.DataFrame([{"case": label, "layout": sc.layout, "workload": sc.workload, "qps": sc.qps,
                           "policy": sc.policy, "local_share": as_number(r["local_share"]),
                           "ttft_ms": as_number(r["turn2plus.ttft_ms.mean"]), "tpot_ms": as_number(r["turn2plus.tpot_ms.mean"])}

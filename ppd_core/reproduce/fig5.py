@@ -18,12 +18,12 @@ def fig5_scenarios(conversations: int = 500) -> list[Scenario]:
     return [base.with_(bandwidth_gbps=bw, policy=pol) for bw in FIG5_BW for pol in ("pd", "dynamic")]
 
 
-def fig5(conversations: int = 500, progress: Progress | None = None) -> Item:
+def fig5(conversations: int = 500, progress: Progress | None = None, pool=None) -> Item:
     """Fig.5: 1P_3D at QPS 1 on WildChat-like traffic (500 conversations), PD (policy pd) vs PPD (policy
     dynamic) as the P->D link drops from 150 to 10 GB/s. Transfers are independent (the paper's Eq.2 adds
     a per-transfer delay; it models no shared link)."""
     scs = fig5_scenarios(conversations)
-    df = run_scenarios(scs, progress)
+    df = run_scenarios(scs, progress, pool)
     data = []
     for sc, (_, r) in zip(scs, df.iterrows()):
         system = "PD" if sc.policy == "pd" else "PPD"

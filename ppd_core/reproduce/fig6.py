@@ -26,11 +26,11 @@ def fig6_scenarios(workload: str = FIG6_WORKLOAD, qps: Sequence[float] = FIG6_QP
 
 
 def fig6(workload: str = FIG6_WORKLOAD, qps: Sequence[float] = FIG6_QPS, conversations: int = 500,
-         progress: Progress | None = None) -> Item:
+         progress: Progress | None = None, pool=None) -> Item:
     """Fig.6: 1P_3D on a prefill-heavy workload at QPS 8 and 16, policy dynamic with w_ttft=1 and
     w_tpot from 0 to 6, plus the static ends: local share and the Turn 2+ TTFT-TPOT frontier."""
     pts = fig6_scenarios(workload, qps, conversations)
-    df = run_scenarios([p[3] for p in pts], progress)
+    df = run_scenarios([p[3] for p in pts], progress, pool)
     data = []
     for (q, setting, w, sc), (_, r) in zip(pts, df.iterrows()):
         data.append({"qps": q, "setting": setting, "w_tpot": w, "policy": sc.policy,

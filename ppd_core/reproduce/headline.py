@@ -43,12 +43,12 @@ def _measured_headline(mdir: Path | None) -> dict:
 
 
 def headline(conversations: int = 500, qps: Sequence[float] = HEADLINE_QPS,
-             measured_dir: str | Path | None = None, progress: Progress | None = None) -> Item:
+             measured_dir: str | Path | None = None, progress: Progress | None = None, pool=None) -> Item:
     """The headline: on ShareGPT-like traffic (the default workload, 500 conversations, client cap 50),
     2P_2D at x=0 against 2P_2pD (x=1) and against 2P_2D with the online Eq.1 policy: Turn 2+ TTFT
     reduction and TPOT change."""
     pts = headline_scenarios(conversations, qps)
-    df = run_scenarios([p[2] for p in pts], progress)
+    df = run_scenarios([p[2] for p in pts], progress, pool)
     data = pd.DataFrame([{"qps": q, "system": name, "layout": sc.layout, "policy": sc.policy,
                           "ttft_ms": as_number(r["turn2plus.ttft_ms.mean"]), "tpot_ms": as_number(r["turn2plus.tpot_ms.mean"]),
                           "e2e_ms": as_number(r["turn2plus.e2e_ms.mean"]), "local_share": as_number(r["local_share"])}

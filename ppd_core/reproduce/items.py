@@ -26,22 +26,23 @@ GRID_ITEMS = ("table1", "table2", "engines")
 
 
 def run_item(name: str, *, quick: bool = False, measured_dir: str | Path | None = None,
-             progress: Progress | None = None) -> Item:
-    """Run one item by name with the options that apply to it."""
+             progress: Progress | None = None, pool=None) -> Item:
+    """Run one item by name with the options that apply to it (``pool``: a long-lived ``WorkerPool`` for the
+    grid items' runs, e.g. the dashboard's one pool; None: a pool per call)."""
     if name == "interference":
         return interference(measured_dir)
     if name == "table1":
-        return table1(progress, measured_dir)
+        return table1(progress, measured_dir, pool=pool)
     if name == "fig5":
-        return fig5(progress=progress)
+        return fig5(progress=progress, pool=pool)
     if name == "fig6":
-        return fig6(progress=progress)
+        return fig6(progress=progress, pool=pool)
     if name == "table2":
-        return table2(quick, progress, measured_dir=measured_dir)
+        return table2(quick, progress, measured_dir=measured_dir, pool=pool)
     if name == "headline":
-        return headline(measured_dir=measured_dir, progress=progress)
+        return headline(measured_dir=measured_dir, progress=progress, pool=pool)
     if name == "engines":
-        return engines(progress, measured_dir)
+        return engines(progress, measured_dir, pool=pool)
     raise PPDError(f"--only: {name[:40]!r} is not an item; choose from {', '.join(ITEMS)}")
 
 

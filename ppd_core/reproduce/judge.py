@@ -144,8 +144,9 @@ def judged_table(rows: Iterable[dict]) -> pd.DataFrame:
     return df
 
 
-def run_scenarios(scenarios: Sequence[Scenario], progress: Progress | None) -> pd.DataFrame:
-    return run_grid(list(scenarios), progress=progress)
+def run_scenarios(scenarios: Sequence[Scenario], progress: Progress | None, pool=None) -> pd.DataFrame:
+    """``run_grid`` of an item's scenarios (``pool``: a long-lived ``WorkerPool``, e.g. the dashboard's)."""
+    return run_grid(list(scenarios), progress=progress, pool=pool)
 
 
 def bench_scenario(**changes: Any) -> Scenario:

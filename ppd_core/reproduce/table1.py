@@ -48,11 +48,11 @@ def _measured_table1(mdir: Path | None) -> dict[tuple[str, str], float]:
 
 
 def table1(progress: Progress | None = None, measured_dir: str | Path | None = None,
-           rehash_frac: float = HASH_QUIRK_FRAC) -> Item:
+           rehash_frac: float = HASH_QUIRK_FRAC, pool=None) -> Item:
     """Table 1: Turn-2 TTFT change of x=1 (pD) over x=0 (D, policy pd) at the same P:D ratio, per QPS band:
     the ratio of mean Turn-2 TTFT summed over the 18 synthetic workloads and the band's QPS points (the
     aggregation that reproduces the paper best, ppd-paper.md 7.3), in the benchmark setting."""
-    df = run_scenarios(table1_scenarios(rehash_frac=rehash_frac), progress)
+    df = run_scenarios(table1_scenarios(rehash_frac=rehash_frac), progress, pool)
     col = "turn2plus.ttft_ms.mean"
     measured = _measured_table1(measured_dir_or_none(measured_dir))
     rows, data = [], []

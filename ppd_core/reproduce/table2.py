@@ -68,11 +68,11 @@ def _measured_table2_ratios(mdir: Path | None) -> dict[str, float]:
 
 
 def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: float = HASH_QUIRK_FRAC,
-           measured_dir: str | Path | None = None) -> Item:
+           measured_dir: str | Path | None = None, pool=None) -> Item:
     """Table 2: per (workload, QPS) cell, the layout with the lowest Turn-2 mean TTFT, the lowest all-turn
     mean TPOT and the highest throughput among points with success >= 95 %, counted per category; and the
     share of cells whose TTFT-best and TPOT-best layouts differ."""
-    df = run_scenarios(table2_scenarios(quick, rehash_frac), progress)
+    df = run_scenarios(table2_scenarios(quick, rehash_frac), progress, pool)
     ok = df[df["success_rate"] >= 0.95]
     metrics = (("TTFT", "turn2plus.ttft_ms.mean", True), ("TPOT", "all.tpot_ms.mean", True),
                ("Throughput", "throughput.tokens_per_s", False))
