@@ -136,6 +136,11 @@ FIELDS: tuple[FieldSpec, ...] = (
               "(~0.2 there, 0 in real traces).", lo=0.0, hi=1.0),
     FieldSpec("max_batched_tokens", "int", 8192, "tokens", "Per-iteration token budget (chunked prefill).",
               lo=64, hi=1_048_576),
+    FieldSpec("shared_prefix_tokens", "int", 0, "tokens", "Tokens at the start of every request's context "
+              "whose KV blocks are physically shared (one cached system prompt / document). With it, cascade "
+              "attention reads them once; a full prefill of another prompt turns that off and every decode "
+              "reads its copy (the paper's Fig.2 interference). 0 for ordinary chat traffic.",
+              lo=0, hi=1_048_576),
     FieldSpec("gpu_mem_util", "float", 0.85, "", "Share of GPU memory vLLM may use (weights + KV cache).",
               lo=0.05, hi=1.0),
     FieldSpec("seed", "int", 42, "", "Random seed: same scenario and seed give byte-identical results.",
@@ -241,6 +246,7 @@ class Scenario:
     timeout_s: float = 180.0
     rehash_frac: float = 0.0
     max_batched_tokens: int = 8192
+    shared_prefix_tokens: int = 0
     gpu_mem_util: float = 0.85
     seed: int = 42
 

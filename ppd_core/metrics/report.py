@@ -17,7 +17,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..model.extrapolation import extrapolation_notes
 from ..sim.request import OK, PD
+
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
@@ -106,6 +108,8 @@ def summary(sim, df: pd.DataFrame) -> dict:
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
         "local_share": _r(local),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
+        # constants carried over outside the measured pair (H100-SXM + Llama-3.1-8B, tp 1): [] when measured
+        "extrapolated": extrapolation_notes(sc.gpu, sc.model, sc.tp_degree),
     }
 
 
