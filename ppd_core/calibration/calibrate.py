@@ -32,7 +32,6 @@ from time import perf_counter
 import numpy as np
 
 from ..config.errors import PPDError
-from ..config.scenario import Scenario
 from ..model.params import PerfParams
 from .measured import Row, read_dir
 from .validate import points, simulate_rows, summarize
@@ -40,8 +39,6 @@ from .validate import points, simulate_rows, summarize
 FIT_WORKLOADS = ("small_tiny", "small_mid_bal", "small_huge_paste", "large_mid_bal", "large_big_paste",
                  "large_very_long_gen")
 FIT_QPS = (1.0, 2.0, 4.0, 8.0, 12.0, 20.0)
-PAPER_INTERFERENCE = (  # (kind, prefills, relative TPOT increase at decode batch 200), PPD paper 4.1, C.1
-    ("full", 1, 0.48), ("append", 1, 0.02), ("full", 4, 0.57), ("append", 4, 0.21))
 
 
 def _subsample(rows: list[Row]) -> list[Row]:

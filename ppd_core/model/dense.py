@@ -15,8 +15,10 @@ with ``new`` tokens attending over ``cached`` earlier tokens, plus ``B`` decode 
   (``shared_prefix_tokens``) the interference law of ``interference.py`` (cascade on: read once; off because
   a full prefill of another prompt runs: every decode reads its copy at ``eta_share``).
 * ``t_seq``: per-sequence CPU work in every iteration (sampling, detokenising, streaming through the proxy).
-* ``t_mix``: fixed extra of a *mixed* iteration (prefill chunks and decodes together: piecewise CUDA graph
-  instead of the full decode graph). A prefill-only iteration does not pay it (t_iter was fitted on those). No per-decode interference constant, no
+* ``t_mix``: fixed extra of a *mixed* iteration (a prefill chunk of more than one token beside decodes:
+  piecewise CUDA graph instead of the full decode graph). A prefill-only iteration does not pay it (t_iter
+  was fitted on those), nor a 1-token chunk (D's first step of a request whose KV arrived from P: a
+  uniform-decode step in vLLM V1). No per-decode interference constant, no
   gate on cached == 0, no cap at 1,024 tokens (issue 10).
 * TP all-reduce: per layer 2 x (alpha + 2 (n-1)/n x T x hidden x 2 B / busbw) (``tp.py``).
 
@@ -113,15 +115,17 @@ class PerfModel:
         new_total = 0
         pairs = 0.0
         full = False
+        multi = False      # a chunk of more than one token: not a uniform-decode step (no full CUDA graph)
         for new, cached, is_full in chunks:
             new_total += new
             pairs += new * (cached + 0.5 * (new + 1))
             full = full or is_full
+            multi = multi or new > 1
         seqs = batch + len(chunks)
         tokens = new_total + batch
         t = (self._t0 + self.linear(tokens, seqs) + seqs * self._seq_s + tokens * self._ar_per_token
              + pairs * self._attn_s_per_pair + ctx_sum * self._kv_s_per_token)
-        if chunks and batch:
+        if multi and batch:
             t += self._mix_s
         P = self.shared_prefix
         if P and batch and ctx_sum >= P * batch:

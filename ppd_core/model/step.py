@@ -1,7 +1,7 @@
 """The step law as pure functions (seconds): one engine iteration of prefill chunks + decodes on one GPU group.
 
     step = t_iter + sqrt(mem^2 + comp^2) + S t_seq + attention_prefill + decode_attention
-           + [prefill chunks and decodes together] t_mix + [tp > 1] TP all-reduce
+           + [a prefill chunk of > 1 token beside decodes] t_mix + [tp > 1] TP all-reduce
 
 * ``mem`` = weight bytes read / (HBM eta_weights) (MoE: shared + experts touched, ``moe.py``), ``comp`` =
   (T linear FLOPs + S lm_head FLOPs) / (FLOP/s eta_compute) on active parameters; MoE adds
@@ -69,7 +69,7 @@ def step_s(gpu: GPU, model: Model, p: PerfParams, chunks: Sequence = (), batch=0
     t += prefill_attention_s(gpu, model, p, ch, n)
     t += decode_attention_s(gpu, model, p, B, ctx_sum, shared_prefix, foreign_running, mixed=bool(ch),
                             other_reqs=len(ch), tp=n)
-    if ch and B:
+    if B and any(a > 1 for a, _ in ch):     # mixed: a real prefill chunk beside decodes
         t += p.t_mix_ms * 1e-3
     return t + allreduce_s(gpu, model, p, tokens, n)
 
