@@ -45,7 +45,8 @@ def run_json(*args: str) -> dict:
 def test_run_json_prints_exactly_the_documented_keys():
     s = run_json("conversations=20", "layout=1P_2D_1pD")
     assert set(s) == {"scenario", "groups", "slo_attainment", "success_rate", "throughput", "kv", "local_share",
-                      "sim"}
+                      "sim", "extrapolated"}
+    assert s["extrapolated"] == []          # H100-SXM + Llama-3.1-8B at tp 1: the measured pair
     assert s["scenario"] == Scenario(conversations=20, layout="1P_2D_1pD").to_dict()
     assert set(s["groups"]) == {"turn1", "turn2plus", "all"}
     for g in s["groups"].values():
