@@ -42,13 +42,13 @@ WAVE1 = (
     "qps=1.5&layout=4R&policy=dynamic&workload=small_small_bal&seed=5",
     "qps=5&layout=2P_2D&policy=pd&bandwidth_gbps=12.5&workload=small_long_gen&w_tpot=0.5&seed=6",
     "qps=4&layout=1R_1P_2pD&policy=ppd&bandwidth_gbps=200&workload=small_mid_paste&w_tpot=4&seed=7",
-    "qps=10&layout=2P_1D_1pD&policy=dynamic&bandwidth_gbps=50&workload=sharegpt&w_tpot=6&seed=8",
+    "qps=10&layout=2P_1D_1pD&policy=dynamic&bandwidth_gbps=50&workload=sharegpt&w_tpot=6&seed=28",
 )
 WAVE2 = (
     "qps=2.5&layout=1P_3pD&policy=dynamic&bandwidth_gbps=25&workload=small_tiny&seed=11",
-    "qps=7&layout=2P_2pD&policy=ppd&bandwidth_gbps=50&workload=wildchat&w_tpot=1.5&seed=12",
+    "qps=7&layout=2P_2pD&policy=ppd&bandwidth_gbps=50&workload=wildchat&w_tpot=1.5&seed=22",
     "qps=3.5&layout=3P_1D&policy=pd&bandwidth_gbps=100&workload=small_mid_bal&seed=13",
-    "qps=6&layout=1R_2P_1pD&policy=dynamic&bandwidth_gbps=75&workload=sharegpt&w_tpot=3&seed=14",
+    "qps=6&layout=1R_2P_1pD&policy=dynamic&bandwidth_gbps=75&workload=sharegpt&w_tpot=3&seed=24",
     "qps=1&layout=2R_1P_1pD&policy=ppd&workload=small_short_gen&seed=15",
     "qps=9&layout=1P_2D_1pD&policy=dynamic&bandwidth_gbps=300&workload=small_small_bal&w_tpot=0&seed=16",
     "qps=4.5&layout=2P_2D&policy=pd&bandwidth_gbps=5&workload=small_big_paste&seed=17",

@@ -1,4 +1,4 @@
-"""Done-when numbers of issue 10 that the pure physics functions (ppd_core.physics) can show on their own."""
+"""Done-when numbers of issue 10 that the pure physics functions (ppd_core.model.physics) can show on their own."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ppd_core import physics as ph
+from ppd_core.model import physics as ph
 
 ROOT = Path(__file__).resolve().parents[1]
 FIT_BOUND_MAPE = 6.0     # % over all 193 micro-benchmark rows
@@ -316,6 +316,36 @@ def test_adapter_matches_step_and_is_affine(h100, llama, p):
         assert m.prefill_time(1024, 16) == pytest.approx(m.prefill_time(1024, 0), rel=0.01)
 
 
+@pytest.mark.parametrize("model,tp", [("Llama-3.1-8B", 1), ("Qwen3-30B-A3B", 1), ("Llama-3.1-70B", 4)])
+@pytest.mark.parametrize("P", [0, 2048])
+def test_engine_latency_model_is_the_law(p, model, tp, P):
+    """The engine's LatencyModel (constants folded in for speed; "moe" picked for a model with experts) prices
+    every iteration exactly as the pure step law, and its decode step stays affine in the context sum."""
+    from ppd_core.model import build
+    pm = build("H100-SXM", model, tp, 0.9, p, shared_prefix=P)
+    assert type(pm).__name__ == ("MoEPerfModel" if model.startswith("Qwen3") else "PerfModel")
+    g, m = ph.gpu_spec("H100-SXM"), ph.model_spec(model)
+    for chunks, b in (([], 64), ([(600, 0, True)], 10), ([(1024, 16, False), (200, 2048, False)], 50),
+                      ([(4096, 0, True)], 0)):
+        ctx = b * (P + 750)
+        foreign = any(c[2] for c in chunks)
+        want = ph.step_s(g, m, p, [(n, c) for n, c, _ in chunks], b, ctx, P, foreign, tp)
+        assert pm.iteration(chunks, b, ctx) == pytest.approx(want, rel=1e-9)
+    a, k = pm.decode_coeffs(64)
+    for ctx in (64 * (P + 100), 64 * (P + 3000)):
+        assert a + k * ctx == pytest.approx(pm.iteration([], 64, ctx), rel=1e-9)
+    assert pm.prefill_time(1024, 16) == pytest.approx(pm.prefill_time(1024, 0), rel=0.10)
+
+
+def test_run_summary_labels_extrapolated_results():
+    """summary["extrapolated"] is [] for the measured pair and lists the carried-over constants otherwise."""
+    from ppd_core import Scenario, run
+    base = dict(layout="1R", conversations=4, qps=4.0, workload="small_tiny")
+    assert run(Scenario(**base)).summary["extrapolated"] == []
+    notes = run(Scenario(**base, gpu="B200")).summary["extrapolated"]
+    assert notes == ph.extrapolation_notes("B200", "Llama-3.1-8B") and any("t_seq_us" in n for n in notes)
+
+
 @pytest.mark.slow
 def test_refit_reproduces_shipped_parameters(tmp_path, monkeypatch):
     """scripts/fit_physics.py from its fixed start point reproduces data/physics_params.json within 1 %."""
@@ -328,7 +358,7 @@ def test_refit_reproduces_shipped_parameters(tmp_path, monkeypatch):
     fp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fp)
     (tmp_path / "data").mkdir()
-    for f in ("perf_params.json", "gpus.json", "models.json", "models_moe.json"):
+    for f in ("perf_params.json", "gpus.json", "models.json"):
         shutil.copy(ROOT / "data" / f, tmp_path / "data" / f)
     monkeypatch.setattr(fp, "ROOT", tmp_path)
     fp.main(["fit", str(measured)])

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from ppd_core.calibration.calibrate import PAPER_INTERFERENCE, _interference_residuals
 from ppd_core.calibration.measured import _model_name, read_dir
 from ppd_core.model import default_params
 from ppd_core.calibration.validate import validate
@@ -62,11 +61,26 @@ def test_unsimulatable_rows_are_listed_with_a_reason(full_validation):
     assert any("interference_core.csv" in n for n in notes)
 
 
-def test_interference_matches_the_paper():
-    """Fig.2 / Fig.7: +48 % / +2 % (one prefill) and +57 % / +21 % (four) at decode batch 200."""
-    res = _interference_residuals(default_params())
-    for (kind, n, target), r in zip(PAPER_INTERFERENCE, res):
-        assert abs(r) <= 0.04, f"{n} {kind} prefill(s): {100 * (target + r):.1f} % vs paper {100 * target:.0f} %"
+def test_engine_interference_reproduces_the_measured_micro_benchmark():
+    """The engine's latency model with shared_prefix_tokens=2048 + the micro-benchmark's client-side streaming
+    cost (data/physics_params.json "measurement") gives the measured +117 % of one full prefill at decode batch
+    200 (interference_core.csv, older configuration) within 15 pp. One 128-token append costs its roofline only
+    (+0.3 %): under the measured +9 % (docs/physics.md: appended tokens cost more than their roofline, reported,
+    not fitted), never more."""
+    from ppd_core import Scenario
+    from ppd_core.model import interference_tpot_ms
+    from ppd_core.model.microbench import default_meas
+    sc = Scenario(shared_prefix_tokens=2048)
+    stream = default_meas().stream_us * 1e-3 * 200
+    base = interference_tpot_ms(sc, 200, "none", decode_ctx=2080) + stream
+    full = interference_tpot_ms(sc, 200, "full", prefill_tokens=1024, decode_ctx=2080) + stream
+    app = interference_tpot_ms(sc, 200, "append", prefill_tokens=128, decode_ctx=2080) + stream
+    assert abs(100 * (full / base - 1) - 116.8) <= 15.0
+    assert 0.0 <= 100 * (app / base - 1) <= 9.1
+    # without a shared prefix the same full prefill costs only its roofline + t_mix (no 4R collapse)
+    plain = Scenario()
+    assert interference_tpot_ms(plain, 200, "full", decode_ctx=2080) / interference_tpot_ms(plain, 200, "none",
+                                                                                            decode_ctx=2080) < 1.1
 
 
 def test_model_names_from_measured_files():

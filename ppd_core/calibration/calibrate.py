@@ -16,9 +16,8 @@ points cannot dominate; parameters, never individual points):
    (load and overheads are then fitted once more, each starting from the other's result)
    natural_text retok_hit                         <- Turn 2+ p50 TTFT of the ShareGPT runs (natural text
                                                      re-tokenises differently from the synthetic prompts)
-4. interference kappa_full_ms, kappa_append_ms    <- the paper's Fig.2/Fig.7: +48 % / +2 % TPOT at decode
-                                                     batch 200 with one 1,024-token full / append prefill,
-                                                     +57 % / +21 % with four
+The interference law's ``eta_share`` (and the micro-benchmark's ``t_mix_ms`` estimate) are fitted on every
+interference micro-benchmark row by ``scripts/fit_physics.py`` (``data/physics_params.json``), not here.
 ``pd_fixed_ms`` is split into ``pd_handoff_ms`` (latency only) and ``p_send_ms`` (also occupies P) by
 ``p_send_share``. Points from the same subsample are used throughout; the full validation runs at the end.
 """
@@ -33,8 +32,6 @@ from time import perf_counter
 import numpy as np
 
 from ..config.errors import PPDError
-from ..config.scenario import Scenario
-from ..model.interference import interference_tpot_ms
 from ..model.params import PerfParams
 from .measured import Row, read_dir
 from .validate import points, simulate_rows, summarize
@@ -42,8 +39,6 @@ from .validate import points, simulate_rows, summarize
 FIT_WORKLOADS = ("small_tiny", "small_mid_bal", "small_huge_paste", "large_mid_bal", "large_big_paste",
                  "large_very_long_gen")
 FIT_QPS = (1.0, 2.0, 4.0, 8.0, 12.0, 20.0)
-PAPER_INTERFERENCE = (  # (kind, prefills, relative TPOT increase at decode batch 200), PPD paper 4.1, C.1
-    ("full", 1, 0.48), ("append", 1, 0.02), ("full", 4, 0.57), ("append", 4, 0.21))
 
 
 def _subsample(rows: list[Row]) -> list[Row]:
@@ -106,16 +101,6 @@ def _fit(base: PerfParams, names, bounds, fun, log, max_nfev: int = 10) -> tuple
     return fitted, info
 
 
-def _interference_residuals(p: PerfParams) -> np.ndarray:
-    sc = Scenario()
-    base = interference_tpot_ms(sc, 200, "none", decode_ctx=2052, params=p)
-    out = []
-    for kind, n, target in PAPER_INTERFERENCE:
-        t = interference_tpot_ms(sc, 200, kind, n_prefills=n, decode_ctx=2052, params=p)
-        out.append((t / base - 1) - target)
-    return np.asarray(out)
-
-
 def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | None = None,
               log=print) -> tuple[PerfParams, dict]:
     rows, _ = read_dir(measured_dir)
@@ -154,10 +139,6 @@ def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | 
     for name, names, bounds, targets in stages:
         log(f"stage {name}: {', '.join(names)} on {len(targets)} measured values")
         p, report[name] = _fit(p, names, bounds, fun_for(targets), log)
-    log("stage interference: kappa_full_ms, kappa_append_ms on the paper's Fig.2/Fig.7 slowdowns")
-    p, report["interference"] = _fit(p, ("kappa_full_ms", "kappa_append_ms"), ((0.0, 50.0), (0.0, 50.0)),
-                                     _interference_residuals, log, max_nfev=200)
-    report["interference"]["residual_pp"] = [round(100 * float(x), 2) for x in _interference_residuals(p)]
     log("validating on every measured point ...")
     sims = simulate_rows(rows, p, workers)
     summary = summarize(points(rows, sims))

@@ -149,6 +149,11 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("p_router", "choice", "affinity", "", "Which P prefills a PD-path request: least_loaded (fewest "
               "tokens waiting) or affinity (the measured proxy: P = hash % n_P, one P per conversation key).",
               choices=P_ROUTERS),
+    FieldSpec("shared_prefix_tokens", "int", 0, "tokens", "Tokens at the start of every request's context "
+              "whose KV blocks are physically shared (one cached system prompt / document). With it, cascade "
+              "attention reads them once; a full prefill of another prompt turns that off and every decode "
+              "reads its copy (the paper's Fig.2 interference). 0 for ordinary chat traffic.",
+              lo=0, hi=1_048_576),
     FieldSpec("gpu_mem_util", "float", 0.85, "", "Share of GPU memory vLLM may use (weights + KV cache).",
               lo=0.05, hi=1.0),
     FieldSpec("seed", "int", 42, "", "Random seed: same scenario and seed give byte-identical results.",
@@ -258,6 +263,7 @@ class Scenario:
     max_batched_tokens: int = 8192
     max_num_seqs: int = 1024
     p_router: str = "affinity"
+    shared_prefix_tokens: int = 0
     gpu_mem_util: float = 0.85
     seed: int = 42
 

@@ -24,8 +24,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..model.extrapolation import extrapolation_notes
 from ..sim.request import OK, PD
 from .saturation import saturation
+
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
@@ -146,6 +148,8 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "saturation": saturation(sim, df),
         "preemptions": int(sum(n.preemptions for n in sim.nodes)),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
+        # constants carried over outside the measured pair (H100-SXM + Llama-3.1-8B, tp 1): [] when measured
+        "extrapolated": extrapolation_notes(sc.gpu, sc.model, sc.tp_degree),
     }
 
 

@@ -1,8 +1,13 @@
 """The latency model's parameters: physically meaningful knobs with literature defaults, overridden by the
-calibrated ``data/perf_params.json`` (written by ``python -m ppd_core calibrate``).
+interference-law fit ``data/physics_params.json`` (``scripts/fit_physics.py``) and then by the calibrated
+``data/perf_params.json`` (``python -m ppd_core calibrate``), which wins where both name a parameter.
 
-``default_params()`` reads that file on every call (it is small) and parses each distinct content once: the
-only cache is keyed by the file's bytes, so an edited or re-calibrated file takes effect at once."""
+``default_params()`` reads those files on every call (they are small) and parses each distinct content once:
+the only cache is keyed by the files' bytes, so an edited or re-calibrated file takes effect at once.
+
+Parameters split into *hardware-scaled* ones (efficiencies: ratios applied to each GPU's datasheet FLOP/s,
+HBM and link bandwidth) and *host/software* ones (fixed times, carried over unchanged to other GPUs and
+models: a result that relies on them outside H100-SXM + Llama-3.1-8B is "extrapolated")."""
 from __future__ import annotations
 
 import json
@@ -10,7 +15,10 @@ from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-from ..config.paths import PARAMS_FILE
+from ..config.paths import DATA_DIR, PARAMS_FILE
+from .checks import num
+
+PHYSICS_FILE = DATA_DIR / "physics_params.json"   # the interference-law fit (scripts/fit_physics.py)
 
 
 @dataclass(frozen=True)
@@ -35,33 +43,58 @@ class PerfParams:
                                   # match only up to the first tokenisation difference (natural-language chat)
     retok_hit_synthetic: float = 1.0  # the same for the synthetic benchmark's prompts (random letter strings
                                       # mixed into the text re-tokenise differently far more often)
-    kappa_full_ms: float = 4.0    # interference per decode request of a full prefill in the iteration
-    kappa_append_ms: float = 0.05  # interference per decode request per 1,024 appended tokens
+    eta_share: float = 0.4        # HBM efficiency of re-reading physically shared prefix blocks per request
+                                  # (cascade attention off in a batch whose decodes share a prefix)
+    t_mix_ms: float = 0.0         # extra fixed cost of an iteration that holds a prefill chunk (piecewise CUDA
+                                  # graph instead of the full decode graph, prefill metadata)
+    t_moe_layer_us: float = 20.0  # extra kernels per MoE layer (router GEMM, top-k, align, 2 grouped GEMMs, act,
+                                  # sum): ~6 kernels x ~3 us under CUDA graphs - an assumption, not measured
+    eta_allreduce: float = 1.0    # multiplies the catalog all-reduce busbw (already an achieved nccl-tests figure)
     kv_recv_blocks_decode: float = 1.0  # 1: D's batch pauses while KV flows into it (P2pNccl); 0: overlapped
     activation_gb: float = 2.0    # per-GPU memory kept free of KV for activations and CUDA graphs
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            eta = f.name.startswith("eta_")
+            num(f"PerfParams.{f.name}", getattr(self, f.name), positive=eta, hi=1.0 if eta else None)
 
     @staticmethod
     def field_names() -> tuple[str, ...]:
         return tuple(f.name for f in fields(PerfParams))
 
 
-def default_params(path: Path | None = None) -> PerfParams:
-    """Calibrated parameters if ``data/perf_params.json`` (or ``path``) exists, else the literature defaults."""
-    path = PARAMS_FILE if path is None else Path(path)
+HARDWARE_SCALED = ("eta_weights", "eta_compute", "eta_attn", "eta_kv", "eta_share", "eta_allreduce")
+HOST_SOFTWARE = ("t_iter_ms", "t_seq_us", "t_mix_ms", "t_moe_layer_us", "api_ms", "api_us_per_token",
+                 "api_us_per_seq", "pd_handoff_ms", "pd_us_per_token", "p_send_ms", "retok_hit",
+                 "retok_hit_synthetic", "activation_gb", "kv_recv_blocks_decode")
+
+
+def _read(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
-        return PerfParams()
-    return _parse_params(raw)
+        return b""
+
+
+def default_params(path: Path | None = None, physics: Path | None = None) -> PerfParams:
+    """Literature defaults < ``data/physics_params.json`` (or ``physics``) < ``data/perf_params.json`` (or
+    ``path``); a missing file is skipped."""
+    return _parse_params(_read(PARAMS_FILE if path is None else Path(path)),
+                         _read(PHYSICS_FILE if physics is None else Path(physics)))
+
+
+def _values(raw: bytes) -> dict[str, float]:
+    if not raw:
+        return {}
+    doc = json.loads(raw.decode("utf-8"))
+    values = doc.get("params", doc)
+    return {k: float(v) for k, v in values.items() if k in PerfParams.field_names()}
 
 
 @lru_cache(maxsize=8)
-def _parse_params(raw: bytes) -> PerfParams:
-    """Parameters from the file's bytes (an immutable result per distinct content)."""
-    doc = json.loads(raw.decode("utf-8"))
-    values = doc.get("params", doc)
-    known = {k: float(v) for k, v in values.items() if k in PerfParams.field_names()}
-    return PerfParams(**known)
+def _parse_params(raw: bytes, raw_physics: bytes = b"") -> PerfParams:
+    """Parameters from the files' bytes (an immutable result per distinct content)."""
+    return PerfParams(**{**_values(raw_physics), **_values(raw)})
 
 
 def params_dict(p: PerfParams) -> dict[str, float]:

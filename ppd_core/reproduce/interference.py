@@ -9,12 +9,13 @@ from typing import Sequence
 import pandas as pd
 
 from ..config.scenario import Scenario
-from ..model.interference import interference_tpot_ms
+from ..model.microbench import interference_tpot_ms
 from .judge import Item, Tol, judged_row, judged_table, measured_dir_or_none
 from .published import PUB_INTERFERENCE
 
 
 INTERFERENCE_BATCHES = tuple(range(0, 251, 10))
+FIG2_SHARED_PREFIX = 2048   # the micro-benchmark's decodes share one cached 2,048-token prompt (cascade attention)
 _CURVES = (("decode only", "none", 1), ("+1 full prefill", "full", 1), ("+1 append-prefill", "append", 1),
            ("+4 full prefills", "full", 4), ("+4 append-prefills", "append", 4))
 _MEASURED_SCEN = MappingProxyType({"decoding_only": "decode only",
@@ -29,7 +30,7 @@ def interference(measured_dir: str | Path | None = None, params=None,
     """Fig.2: decode TPOT vs decode batch (context 2,048+4 tokens, 64 output tokens) alone, with one full
     prefill (1,024 tokens, no cache) and with one append-prefill (1,024 new tokens on a 2,048-token cache);
     Fig.7: the same with four prefills. From ``perf.interference_tpot_ms``."""
-    sc = Scenario()
+    sc = Scenario(shared_prefix_tokens=FIG2_SHARED_PREFIX)
     rows = []
     for label, kind, n in _CURVES:
         for b in batches:
@@ -87,19 +88,15 @@ def interference(measured_dir: str | Path | None = None, params=None,
                f"+57 % / +21 % ({'within' if ok4 else 'outside'} ±10 pp); decode-only "
                f"{table.loc[0, 'simulated']:.1f} ms vs ≈28 ms "
                f"({'within' if table.loc[0, 'within'] else 'outside'} ±30 %).")
-    if not ok4:
-        verdict += (" The model charges a full prefill's interference once per iteration (saturating at 1,024 "
-                    "tokens) and an append's per token, two parameters for four targets.")
-    if table.loc[0, "within"] is False:
-        verdict += (" Decode-only is too slow because the simulator charges every decode its own KV read and "
-                    "per-sequence step cost, while the benchmark's decodes share one cached 2,048-token prefix "
-                    "(which vLLM's cascade attention reads once); the older measured configuration sits in between "
-                    f"({at('decode only', 'measured (older config)')['tpot_ms']:.1f} ms)."
-                    if (data["source"] != "simulated").any() else
-                    " Decode-only is too slow because the simulator charges every decode its own KV read and "
-                    "per-sequence step cost, while the benchmark's decodes share one cached 2,048-token prefix "
-                    "(which vLLM's cascade attention reads once).")
+    if not (table.loc[1, "within"] and table.loc[3, "within"]):
+        verdict += (" Full prefills: the interference law (the cascade read the batch loses while a request without "
+                    "the shared 2,048-token prefix runs, fitted on all 193 measured micro-benchmark rows, MAPE "
+                    "4.95 %) prices it engine-side; with that benchmark's client-side streaming cost (~70 us per stream "
+                    "per step) it is the measured configuration's ≈ +117 %, about 2.4x the paper's figure; the paper's "
+                    "+48 % / +57 % come from a configuration with no raw data here, so the law is not bent to them.")
     tol = ("slowdowns at batch 200: ±5 pp with one prefill (the paper's headline claim), ±10 pp with four "
-           "(a two-parameter interference model fitted to four targets); decode-only TPOT ±30 % (a figure reading).")
+           "(figure readings); decode-only TPOT ±30 % (a figure reading). Unchanged since the interference law "
+           "replaced the fitted per-request constants: the full-prefill rows now fall outside, for the reason "
+           "in the verdict.")
     return Item("interference", "Fig.2 / Fig.7: prefill-decode interference", table, verdict, tol, data,
                 tuple(notes))
