@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ppd_core.calibration.calibrate import PAPER_INTERFERENCE, _interference_residuals
+from ppd_core.calibration.interference_stage import PAPER_INTERFERENCE, interference_residuals as _interference_residuals
 from ppd_core.calibration.measured import _model_name, read_dir
 from ppd_core.model import default_params
 from ppd_core.calibration.validate import validate
