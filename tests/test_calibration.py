@@ -139,3 +139,19 @@ def test_seeds_are_averaged_and_their_spread_reported():
     assert res["_spread"]["turn2plus"]["avg_tpot_ms"] == pytest.approx(float(np.std(vals, ddof=1)))
     assert res["_spread"]["turn2plus"]["avg_tpot_ms"] > 0
 
+
+@pytest.mark.parametrize("workload, turns, turn2, out_mean", [
+    ("sharegpt", 2204, 1704, 308.9),    # measured README, ShareGPT / WildChat benchmark (500 conversations)
+    ("wildchat", 2056, 1556, 274.5)])
+@pytest.mark.parametrize("seed", [42, 43, 44, 45])
+def test_dataset_generators_match_the_calibration_runs(workload, turns, turn2, out_mean, seed):
+    from ppd_core.workloads.synthetic import generate, streams
+    sc = Scenario(workload=workload, conversations=500, qps=2.0, client_concurrency=50, seed=seed)
+    s = streams(sc.seed)
+    convs = generate(sc, s["arrivals"], s["lengths"])
+    n = sum(len(c.turns) for c in convs)
+    outs = [t.output for c in convs for t in c.turns]
+    assert len(convs) == 500
+    assert n == pytest.approx(turns, rel=0.02)
+    assert n - len(convs) == pytest.approx(turn2, rel=0.02)
+    assert float(np.mean(outs)) == pytest.approx(out_mean, rel=0.02)
