@@ -20,7 +20,7 @@ FTOL = 1e-3      # relative change of the cost: below the seed-to-seed noise of 
 XTOL = 1e-3      # relative change of the parameters
 GTOL = 1e-6
 DIFF_STEP = 0.03  # relative finite-difference step: large enough to step over discrete-event jitter
-ON_BOUND = 1e-3  # a fitted value within this share of the bound interval from a bound is "on the bound"
+ON_BOUND = 5e-3  # a fitted value within this share of the bound interval from a bound is "on the bound"
 STATUS = {-1: "improper input", 0: "evaluation budget exhausted (not converged)", 1: "converged (gtol)",
           2: "converged (ftol: cost no longer falls)", 3: "converged (xtol: parameters no longer move)",
           4: "converged (ftol and xtol)"}
