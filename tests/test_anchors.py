@@ -68,14 +68,14 @@ def test_ci_latency_batch8(anchor_id, extra):
 
 
 def test_concurrency4_tpot_dense_8b():
-    res = run(Scenario(**TRACE, client_concurrency=4), fixed(100, 233, 221))
+    res = run(Scenario(**TRACE, client="benchmark", client_concurrency=4), fixed(100, 233, 221))
     within(tpot_p50(res), "gpustack_h100_qwen3_8b_c4_tpot_ms_p50")
 
 
 def test_a100_concurrency_sweep_single_request_and_gain_at_8():
     """~75 tok/s for one request at a time (1024 in / 128 out) and ~6.6x the throughput at concurrency 8."""
-    one = run(Scenario(**TRACE, client_concurrency=1, gpu="A100-40GB"), fixed(20, 1024, 128))
-    eight = run(Scenario(**TRACE, client_concurrency=8, gpu="A100-40GB"), fixed(160, 1024, 128))
+    one = run(Scenario(**TRACE, client="benchmark", client_concurrency=1, gpu="A100-40GB"), fixed(20, 1024, 128))
+    eight = run(Scenario(**TRACE, client="benchmark", client_concurrency=8, gpu="A100-40GB"), fixed(160, 1024, 128))
     within(1e3 / tpot_p50(one), "jm_a100_40gb_c1_output_tok_s")
     gain = eight.summary["throughput"]["tokens_per_s"] / one.summary["throughput"]["tokens_per_s"]
     within(gain, "jm_a100_40gb_c8_throughput_gain")
@@ -92,14 +92,14 @@ def test_saturation_throughput_one_h100():
 
 
 def test_moe_concurrency10_tpot():
-    res = run(Scenario(**TRACE, client_concurrency=10, model="Qwen3-30B-A3B"), fixed(100, 2048, 1024))
+    res = run(Scenario(**TRACE, client="benchmark", client_concurrency=10, model="Qwen3-30B-A3B"), fixed(100, 2048, 1024))
     within(tpot_p50(res), "vllm_pr23151_h100_qwen3_30b_a3b_c10_tpot_ms_p50")
 
 
 @pytest.mark.parametrize("conc", [1, 2, 3])
 def test_moe_low_load_tpot_ratio_to_dense_8b(conc):
     """Qwen3-30B-A3B decodes within [0.6, 1.3]x Llama-3.1-8B's TPOT on H100 at batch 1-3 (was 2.5x)."""
-    tpot = {m: tpot_p50(run(Scenario(**TRACE, client_concurrency=conc, model=m), fixed(5 * conc, 1024, 256)))
+    tpot = {m: tpot_p50(run(Scenario(**TRACE, client="benchmark", client_concurrency=conc, model=m), fixed(5 * conc, 1024, 256)))
             for m in ("Llama-3.1-8B", "Qwen3-30B-A3B")}
     assert 0.6 <= tpot["Qwen3-30B-A3B"] / tpot["Llama-3.1-8B"] <= 1.3
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ppd_core.calibration.interference_stage import PAPER_INTERFERENCE, interference_residuals as _interference_residuals
 from ppd_core.calibration.measured import _model_name, read_dir
 from ppd_core.model import default_params
 from ppd_core.calibration.validate import validate
@@ -125,7 +126,8 @@ def test_unseen_directory_with_new_layouts_and_dataset(tmp_path):
 
 def test_validate_cli_bad_input():
     for args, key in ((["--measured", "/nonexistent/dir"], "--measured"), (["--measured", ".", "--sample", "0"],
-                                                                             "--sample")):
+                                                                             "--sample"),
+                      (["--measured", ".", "--seeds", "0"], "--seeds")):
         out = subprocess.run([sys.executable, "-m", "ppd_core", "validate", *args], cwd=ROOT, capture_output=True,
                              text=True, timeout=60)
         assert out.returncode == 2

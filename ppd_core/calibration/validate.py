@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -14,11 +14,12 @@ from ..analysis.pool import WorkerPool, local_workers
 from ..analysis.progress import Progress
 from ..analysis.runs import run
 from ..metrics import report
+from ..config.errors import PPDError
 from ..config.scenario import Scenario
 from ..model.params import PerfParams
+from .agreement import PAIRS, effect_size, format_agreement, rank_agreement
 from .measured import Row, read_dir
 
-PAIRS = MappingProxyType({"1P_3D": "1P_3pD", "2P_2D": "2P_2pD", "3P_1D": "3P_1pD"})
 _STAT = MappingProxyType({"avg": "mean", "p50": "p50", "p90": "p90", "p99": "p99"})
 
 
@@ -56,29 +57,61 @@ def _flatten(group: dict) -> dict:
     return d
 
 
+def _seeded(sc: Scenario, i: int) -> Scenario:
+    return sc if i == 0 else replace(sc, seed=sc.seed + i)
+
+
+def _mean_over_seeds(runs: list[dict]) -> dict:
+    """Mean of each (group, metric) over the seeds' runs; ``_spread`` holds the seed-to-seed standard
+    deviation (ddof 1) of the same values (only with two or more seeds)."""
+    if len(runs) == 1:
+        return runs[0]
+    out: dict[str, dict] = {}
+    spread: dict[str, dict] = {}
+    for g in runs[0]:
+        vals: dict[str, list[float]] = defaultdict(list)
+        for r in runs:
+            for m, v in r.get(g, {}).items():
+                vals[m].append(v)
+        out[g] = {m: float(np.mean(v)) for m, v in vals.items()}
+        spread[g] = {m: float(np.std(v, ddof=1)) for m, v in vals.items() if len(v) > 1}
+    out["_spread"] = spread
+    return out
+
+
+def simulate_scenarios(jobs: list[tuple[Scenario, bool]], params: PerfParams | None = None,
+                       workers: int | None = None, progress: Progress | None = None,
+                       seeds: int = 1, pool: WorkerPool | None = None) -> dict[Scenario, dict]:
+    """Simulate each (scenario, per-turn groups?) once per seed (seed, seed+1, ...; in parallel on all cores)
+    and return the mean over seeds per scenario (with ``_spread`` when seeds > 1)."""
+    if not 1 <= seeds <= 64:
+        raise PPDError(f"--seeds: {seeds} is out of range; must be an integer in [1, 64]")
+    runs = [(_seeded(sc, i), params, per_turn) for sc, per_turn in jobs for i in range(seeds)]
+    workers = pool.workers if pool is not None else workers or local_workers()
+    if pool is not None:
+        outs = list(pool.map(_sim_metrics, runs, progress=progress, chunksize=8))
+    elif workers <= 1 or len(runs) < 4:
+        outs = []
+        for i, job in enumerate(runs):
+            outs.append(_sim_metrics(job))
+            if progress:
+                progress(i + 1, len(runs))
+    else:
+        with WorkerPool(workers) as pool:
+            outs = list(pool.map(_sim_metrics, runs, progress=progress or None, chunksize=8))
+    return {sc: _mean_over_seeds(outs[k * seeds:(k + 1) * seeds]) for k, (sc, _) in enumerate(jobs)}
+
+
 def simulate_rows(rows: list[Row], params: PerfParams | None = None, workers: int | None = None,
-                  progress: Progress | None = None, pool: WorkerPool | None = None) -> dict[Scenario, dict]:
-    """Simulate each distinct scenario of the usable rows once (in parallel on all cores, or in ``pool``, a
-    long-lived ``WorkerPool`` that is then not shut down)."""
+                  progress: Progress | None = None, pool: WorkerPool | None = None,
+                  seeds: int = 1) -> dict[Scenario, dict]:
+    """Simulate each distinct scenario of the usable rows (per-turn groups for the scaling runs), in
+    ``pool`` (a long-lived ``WorkerPool``, then not shut down) or on all local cores."""
     need: dict[Scenario, bool] = {}
     for r in rows:
         if r.usable:
-            need[r.scenario] = need.get(r.scenario, False) or r.group.startswith("turn:")
-    jobs = [(sc, params, per_turn) for sc, per_turn in need.items()]
-    workers = pool.workers if pool is not None else workers or local_workers()
-    results: dict[Scenario, dict] = {}
-    if workers <= 1 or len(jobs) < 4:
-        for i, job in enumerate(jobs):
-            results[job[0]] = _sim_metrics(job)
-            if progress:
-                progress(i + 1, len(jobs))
-        return results
-    if pool is not None:
-        return dict(zip([j[0] for j in jobs], pool.map(_sim_metrics, jobs, progress=progress, chunksize=8)))
-    with WorkerPool(workers) as own:
-        for job, res in zip(jobs, own.map(_sim_metrics, jobs, progress=progress or None, chunksize=8)):
-            results[job[0]] = res
-    return results
+            need[r.scenario] = need.get(r.scenario, False) or r.kind == "scaling" or r.group.startswith("turn:")
+    return simulate_scenarios(list(need.items()), params, workers, progress, seeds, pool)
 
 
 @dataclass(frozen=True)
@@ -94,6 +127,7 @@ class Point:
     success: float
     reason: str = ""
     mode: str = ""          # "dynamic": a measured ppd_dynamic run simulated with policy=dynamic (own error rows)
+    spread: float | None = None   # seed-to-seed standard deviation of the simulated value (seeds >= 2)
 
 
 def points(rows: list[Row], sims: dict[Scenario, dict]) -> list[Point]:
@@ -101,12 +135,13 @@ def points(rows: list[Row], sims: dict[Scenario, dict]) -> list[Point]:
     for r in rows:
         sim = sims.get(r.scenario) if r.usable else None
         for m, v in r.metrics.items():
-            s = None
+            s = sd = None
             if sim is not None:
                 s = sim.get(r.group, {}).get(m)
+                sd = sim.get("_spread", {}).get(r.group, {}).get(m)
             out.append(Point(r.file, r.config, r.workload, r.qps, r.turn, m, v, s, r.success,
                              r.reason if not r.usable else ("" if s is not None else "no simulated value"),
-                             "dynamic" if r.scenario is not None and r.scenario.policy == "dynamic" else ""))
+                             "dynamic" if r.scenario is not None and r.scenario.policy == "dynamic" else "", sd))
         if not r.metrics and not r.usable:
             out.append(Point(r.file, r.config, r.workload, r.qps, r.turn, "", float("nan"), None, r.success,
                              r.reason))
@@ -178,7 +213,18 @@ def _knee(qs: list[float], med: dict[float, float]) -> float | None:
     return None
 
 
-def summarize(pts: list[Point]) -> dict:
+def noise_floor(sets: dict[str, list[Point]]) -> dict:
+    """The simulator's own noise: per target set, the median and 90th percentile over points of the
+    seed-to-seed coefficient of variation (%), None with a single seed."""
+    out = {}
+    for name, ps in sets.items():
+        cv = [100 * p.spread / p.simulated for p in ps if p.spread is not None and p.simulated]
+        out[name] = ({"median_cv_pct": round(float(np.median(cv)), 2),
+                      "p90_cv_pct": round(float(np.percentile(cv, 90)), 2), "n": len(cv)} if cv else None)
+    return out
+
+
+def summarize(pts: list[Point], seeds: int = 1) -> dict:
     everything = pts
     dyn = [p for p in pts if p.mode == "dynamic"]
     pts = [p for p in pts if p.mode != "dynamic"]
@@ -191,6 +237,10 @@ def summarize(pts: list[Point]) -> dict:
         "overall": {name: _mape(ps) for name, ps in sets.items()},
         "per_layout": per_layout,
         "winner_agreement": winner_agreement(pts),
+        "effect_size": effect_size(pts),
+        "rank_agreement": rank_agreement(pts),
+        "seeds": seeds,
+        "noise_floor": noise_floor(sets),
         "saturation_qps": saturation(pts),
         "dynamic": {name: _mape(ps) for name, ps in target_sets(dyn).items()},
         "points": {"total": len(everything), "simulated": sum(p.simulated is not None for p in everything),
@@ -199,17 +249,18 @@ def summarize(pts: list[Point]) -> dict:
 
 
 def validate(measured_dir: str, sample: int | None = None, seed: int = 0, params: PerfParams | None = None,
-             workers: int | None = None, progress=None,
+             workers: int | None = None, progress=None, seeds: int = 4,
              pool: WorkerPool | None = None) -> tuple[list[Point], dict, list[str]]:
+    """Simulate the measured points (each ``seeds`` times, compared by the mean) and summarise the error."""
     rows, notes = read_dir(measured_dir)
     if sample is not None:
         keys = sorted({(r.file, r.config, r.workload, r.qps) for r in rows})
         rng = random.Random(seed)
         pick = set(rng.sample(keys, min(sample, len(keys))))
         rows = [r for r in rows if (r.file, r.config, r.workload, r.qps) in pick]
-    sims = simulate_rows(rows, params, workers, progress, pool)
+    sims = simulate_rows(rows, params, workers, progress, pool, seeds)
     pts = points(rows, sims)
-    return pts, summarize(pts), notes
+    return pts, summarize(pts, seeds), notes
 
 
 def format_report(summary: dict, notes: list[str]) -> str:
@@ -236,6 +287,7 @@ def format_report(summary: dict, notes: list[str]) -> str:
     if w["agreement"] is not None:
         lines.append(f"PD-vs-PPD winner on Turn-2 mean TTFT: simulator agrees on {w['agreement']:.1%} of {w['n']} "
                      "(workload, QPS) pairs")
+    lines += format_agreement(summary)
     lines.append("Saturation QPS (Turn-2 TTFT median over workloads > 2x its low-load value), measured / simulated:")
     for k, v in summary["saturation_qps"].items():
         lines.append(f"  {k:<16} {_q(v['measured']):>6} / {_q(v['simulated']):<6}")
@@ -252,6 +304,8 @@ def _q(x):
 def point_json(p: Point) -> dict:
     d = {"file": p.file, "config": p.config, "workload": p.workload, "qps": p.qps, "turn": p.turn,
          "metric": p.metric, "measured": None if math.isnan(p.measured) else p.measured, "simulated": p.simulated}
+    if p.spread is not None:
+        d["seed_spread"] = p.spread
     if p.reason:
         d["reason"] = p.reason
     return d

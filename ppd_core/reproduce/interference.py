@@ -29,7 +29,7 @@ def interference(measured_dir: str | Path | None = None, params=None,
                  batches: Sequence[int] = INTERFERENCE_BATCHES) -> Item:
     """Fig.2: decode TPOT vs decode batch (context 2,048+4 tokens, 64 output tokens) alone, with one full
     prefill (1,024 tokens, no cache) and with one append-prefill (1,024 new tokens on a 2,048-token cache);
-    Fig.7: the same with four prefills. From ``perf.interference_tpot_ms``."""
+    Fig.7: the same with four prefills. From ``model.interference_tpot_ms``."""
     sc = Scenario(shared_prefix_tokens=FIG2_SHARED_PREFIX)
     rows = []
     for label, kind, n in _CURVES:

@@ -40,14 +40,40 @@ def _turn_probs(model: DatasetModel) -> np.ndarray:
     return p / p.sum()
 
 
+def _quota(p: np.ndarray, n: int) -> np.ndarray:
+    """Counts summing to ``n`` closest to n*p (largest remainders): the sample's turn-count histogram is
+    the model's, not a draw around it."""
+    raw = n * p
+    counts = np.floor(raw).astype(int)
+    counts[np.argsort(-(raw - counts), kind="stable")[: n - counts.sum()]] += 1
+    return counts
+
+
+def _stratified_lognormal(rng: np.random.Generator, median: float, sigma: float, used: np.ndarray) -> np.ndarray:
+    """Lognormal draws for the ``used`` cells (turns that exist), stratified: the N used cells take the N
+    equal-probability strata in random order, so the sample mean sits on the model's (no +-5 % swing from
+    the heavy tail between draws). Unused cells hold the median."""
+    from scipy.special import ndtri
+    n_used = int(used.sum())
+    u = (rng.permutation(n_used) + rng.random(n_used)) / max(n_used, 1)
+    out = np.full(used.shape, median)
+    out[used] = np.exp(np.log(median) + sigma * ndtri(u))
+    return out
+
+
 def _dataset_conversations(model: DatasetModel, n: int, n_turns: int | None,
                            rng: np.random.Generator) -> list[tuple[Turn, ...]]:
-    """``n`` conversations drawn in one vectorised batch (the draws do not depend on each other)."""
+    """``n`` conversations drawn in one vectorised batch (the draws do not depend on each other). Turn counts
+    follow the model's histogram exactly (shuffled) and lengths are stratified, so 500 conversations carry
+    the measured benchmark's request count and mean output length (tests/test_calibration.py)."""
     width = n_turns or 10
-    want = rng.choice(np.arange(2, 11), p=_turn_probs(model), size=n) if n_turns is None else np.full(n, n_turns)
-    ins = np.clip(np.rint(rng.lognormal(np.log(model.in_median), model.in_sigma, size=(n, width))), 1, MAX_MESSAGE)
-    outs = np.clip(np.rint(rng.lognormal(np.log(model.out_median), model.out_sigma, size=(n, width))), 2,
-                   MAX_MESSAGE)
+    if n_turns is None:
+        want = rng.permutation(np.repeat(np.arange(2, 11), _quota(_turn_probs(model), n)))
+    else:
+        want = np.full(n, n_turns)
+    used = np.arange(width)[None, :] < want[:, None]
+    ins = np.clip(np.rint(_stratified_lognormal(rng, model.in_median, model.in_sigma, used)), 1, MAX_MESSAGE)
+    outs = np.clip(np.rint(_stratified_lognormal(rng, model.out_median, model.out_sigma, used)), 2, MAX_MESSAGE)
     ins, outs = ins.astype(int).tolist(), outs.astype(int).tolist()
     convs = []
     for row_in, row_out, k in zip(ins, outs, want.tolist()):

@@ -1,0 +1,92 @@
+"""One calibration stage as a converging bounded least-squares fit (scipy ``least_squares``, trust-region
+reflective, soft-L1 loss on log(simulated / measured)), and the report of what it did: iterations,
+simulations, convergence status, each parameter's change, and any parameter that ended on a bound with the
+physical reason for that bound.
+
+Deterministic: the start point, the finite-difference steps and the simulations are pure functions of the
+inputs, so the same stage list from the same start writes the same parameters."""
+from __future__ import annotations
+
+from dataclasses import replace
+from time import perf_counter
+from typing import Callable
+
+import numpy as np
+
+from ..model.params import PerfParams
+from .stages import Stage
+
+FTOL = 1e-3      # relative change of the cost: below the seed-to-seed noise of a simulated point
+XTOL = 1e-3      # relative change of the parameters
+GTOL = 1e-6
+DIFF_STEP = 0.03  # relative finite-difference step: large enough to step over discrete-event jitter
+ON_BOUND = 5e-3  # a fitted value within this share of the bound interval from a bound is "on the bound"
+STATUS = {-1: "improper input", 0: "evaluation budget exhausted (not converged)", 1: "converged (gtol)",
+          2: "converged (ftol: cost no longer falls)", 3: "converged (xtol: parameters no longer move)",
+          4: "converged (ftol and xtol)"}
+
+
+def get(p: PerfParams, name: str) -> float:
+    """A fitted coordinate of ``p``: a field, or pd_fixed_ms / p_send_share (the PD-path split)."""
+    if name == "pd_fixed_ms":
+        return p.pd_handoff_ms + p.p_send_ms
+    if name == "p_send_share":
+        return p.p_send_ms / max(p.pd_handoff_ms + p.p_send_ms, 1e-9)
+    return getattr(p, name)
+
+
+def with_values(base: PerfParams, names: tuple[str, ...], x) -> PerfParams:
+    values = dict(zip(names, (float(v) for v in x)))
+    if "pd_fixed_ms" in values or "p_send_share" in values:
+        fixed = values.pop("pd_fixed_ms", get(base, "pd_fixed_ms"))
+        share = values.pop("p_send_share", get(base, "p_send_share"))
+        values["p_send_ms"] = fixed * share
+        values["pd_handoff_ms"] = fixed * (1 - share)
+    return replace(base, **values)
+
+
+def _mape(r: np.ndarray) -> float:
+    return round(100 * float(np.mean(np.abs(np.expm1(r)))), 2) if r.size else 0.0
+
+
+def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.ndarray],
+              log: Callable[[str], None]) -> tuple[PerfParams, dict]:
+    """Fit ``stage.params`` of ``base`` so ``fun(params)`` (log residuals) is small; return the new
+    parameters and the stage's report."""
+    from scipy.optimize import least_squares
+    names = stage.names
+    lo = np.array([p.lo for p in stage.params])
+    hi = np.array([p.hi for p in stage.params])
+    span = hi - lo
+    x0 = np.clip(np.array([get(base, n) for n in names]), lo + 1e-4 * span, hi - 1e-4 * span)
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return fun(with_values(base, names, x))
+    t0 = perf_counter()
+    r0 = f(x0)
+    res = least_squares(f, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, diff_step=DIFF_STEP,
+                        x_scale=span, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
+    fitted = with_values(base, names, res.x)
+    on_bound = {}
+    for p, v, s in zip(stage.params, res.x, span):
+        if min(v - p.lo, p.hi - v) <= ON_BOUND * s:
+            side = "lower" if v - p.lo <= p.hi - v else "upper"
+            on_bound[p.name] = f"{side} bound {p.lo if side == 'lower' else p.hi:g}: {p.why}"
+    info = {
+        "params": {n: round(float(v), 6) for n, v in zip(names, res.x)},
+        "start": {n: round(float(v), 6) for n, v in zip(names, x0)},
+        "change_pct": {n: (round(100 * (float(v) / float(a) - 1), 2) if a else None)
+                       for n, v, a in zip(names, res.x, x0)},
+        "n_targets": int(r0.size), "mape_before": _mape(r0), "mape_after": _mape(np.asarray(res.fun)),
+        "steps": int(res.nfev), "jacobians": int(res.njev or 0), "simulations": calls[0],
+        "converged": bool(res.status > 0), "status": STATUS.get(int(res.status), str(res.status)),
+        "on_bound": on_bound, "seconds": round(perf_counter() - t0, 1),
+    }
+    moves = ", ".join(f"{n} {info['start'][n]:g} -> {info['params'][n]:g}" for n in names)
+    log(f"  {info['status']} after {info['steps']} steps, {info['jacobians']} Jacobians ({info['simulations']} evaluations, "
+        f"{info['seconds']} s); MAPE {info['mape_before']} -> {info['mape_after']} %; {moves}")
+    for n, why in on_bound.items():
+        log(f"  {n} ends on its {why}")
+    return fitted, info

@@ -1,0 +1,109 @@
+"""The calibration's stages as data: which parameters each stage fits, within which bounds and why, on which
+measured targets. Edit this table (not the fitting code) to add, drop or reorder a stage.
+
+A target set is a named selector over (measured row, metric); ``TARGETS`` maps the names used below to them.
+A stage whose ``targets`` is ``"paper_interference"`` fits the paper's Fig.2/Fig.7 slowdowns instead of
+measured rows (``interference_stage.py``). The interference law's ``eta_share`` is fitted on every
+micro-benchmark row by ``scripts/fit_physics.py`` (``data/physics_params.json``), not here; its mixed-iteration
+overhead ``t_mix_ms`` is fitted here (stage ``mixed``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable
+
+from .measured import Row
+
+
+@dataclass(frozen=True)
+class FitParam:
+    """One fitted parameter: its bounds and the physical reason for them (printed if the fit ends on one)."""
+    name: str
+    lo: float
+    hi: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One least-squares stage. ``layout_dependent``: its targets change when a layout is held out, so
+    leave-one-layout-out refits it per fold. ``max_nfev``: least_squares' budget of trial steps (each
+    Jacobian costs len(params) more evaluations of the stage's targets)."""
+    name: str
+    params: tuple[FitParam, ...]
+    targets: str
+    layout_dependent: bool = True
+    max_nfev: int = 30
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+
+def _is_t2(r: Row) -> bool:
+    return r.group == "turn2plus" or (r.group.startswith("turn:") and r.group != "turn:1")
+
+
+TARGETS: MappingProxyType[str, Callable[[Row, str], bool]] = MappingProxyType({
+    # decode step time vs batch and context
+    "turn2_tpot": lambda r, m: m == "avg_tpot_ms" and _is_t2(r),
+    # how fast P saturates, how busy nodes answer
+    "loaded_ttft": lambda r, m: m == "p50_ttft_ms" and r.group == "turn2plus" and (
+        (r.kind == "comprehensive" and r.qps >= 4 and r.metrics[m] < 3000) or r.kind == "trace"),
+    # fixed and per-token costs of each hop at low load, growth with context (turn scaling)
+    "low_load_ttft": lambda r, m: m == "p50_ttft_ms" and (
+        (r.kind == "comprehensive" and r.qps <= 2 and r.group in ("turn1", "turn2plus"))
+        or (r.kind == "scaling" and r.group.startswith("turn:"))),
+    # natural chat text re-tokenises differently from the synthetic prompts
+    "natural_ttft": lambda r, m: m == "p50_ttft_ms" and r.group == "turn2plus" and r.kind == "trace",
+})
+
+_ETA = "an efficiency: above 0.2 (no H100 kernel of this kind is slower) and below 0.95 (HBM/SM peak)"
+_SHARE = "a share of a cost or of cached tokens: in [0, 1] by definition"
+_COST = "a non-negative host/software cost, capped far above any measured value"
+
+DECODE = Stage("decode", (
+    FitParam("t_iter_ms", 0.2, 6.0, _COST),
+    FitParam("t_seq_us", 0.0, 400.0, _COST),
+    FitParam("eta_kv", 0.2, 0.95, _ETA + "; decode KV reads of short contexts stream at close to peak"),
+), "turn2_tpot")
+LOAD = Stage("load", (
+    FitParam("eta_compute", 0.2, 0.9, _ETA),
+    FitParam("p_send_share", 0.0, 1.0, _SHARE),
+    FitParam("api_us_per_seq", 0.0, 2000.0, _COST),
+), "loaded_ttft")
+OVERHEADS = Stage("overheads", (
+    FitParam("api_ms", 0.0, 80.0, _COST),
+    FitParam("api_us_per_token", 0.0, 40.0, _COST),
+    FitParam("pd_fixed_ms", 0.0, 150.0, _COST),
+    FitParam("pd_us_per_token", 0.0, 40.0, _COST),
+    FitParam("retok_hit_synthetic", 0.0, 1.0, _SHARE),
+    FitParam("eta_compute", 0.2, 0.9, _ETA),
+), "low_load_ttft", max_nfev=40)
+NATURAL = Stage("natural_text", (
+    FitParam("retok_hit", 0.0, 1.0, _SHARE + "; 1 means natural text re-tokenises exactly, so every cached "
+                                    "answer token hits"),
+), "natural_ttft", max_nfev=15)
+MIXED = Stage("mixed", (     # the interference law's per-iteration overhead and prefill attention (model/)
+    FitParam("t_mix_ms", 0.0, 20.0, _COST),
+    FitParam("eta_attn", 0.2, 0.95, _ETA),
+), "loaded_ttft")
+
+# load and overheads share eta_compute and each moves the other's targets: fitted twice, alternately
+STAGES: tuple[Stage, ...] = (
+    DECODE, LOAD, OVERHEADS,
+    Stage("load_refit", LOAD.params, LOAD.targets, max_nfev=LOAD.max_nfev),
+    Stage("overheads_refit", OVERHEADS.params, OVERHEADS.targets, max_nfev=OVERHEADS.max_nfev),
+    NATURAL, MIXED,
+)
+# the stages leave-one-layout-out refits per fold (each once, warm-started from the full fit)
+LOLO_STAGES: tuple[Stage, ...] = (DECODE, LOAD, OVERHEADS)
+
+# parameters no stage fits, and why (printed in the report)
+NOT_FITTED = MappingProxyType({
+    "eta_weights": "literature value (perf-model.md 4.7); weight reads are measured by the decode-only step, "
+                   "which t_iter_ms and eta_kv already absorb",
+    "kv_recv_blocks_decode": "a mechanism switch (P2pNccl receives inside D's step), not a fitted number",
+    "activation_gb": "vLLM's activation/CUDA-graph reserve, from the engine's memory profile",
+})

@@ -1,0 +1,157 @@
+"""Calibration that is a fit (converges, reproduces from the literature defaults, no silent bound),
+leave-one-layout-out, and the validation's effect-size / rank / seed figures on inputs with known answers."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from ppd_core.calibration.agreement import effect_size, rank_agreement
+from ppd_core.calibration.calibrate import Subsample, calibrate, write
+from ppd_core.calibration.fit import fit_stage
+from ppd_core.calibration.lolo import lolo
+from ppd_core.calibration.measured import read_dir
+from ppd_core.calibration.stages import STAGES, FitParam, Stage
+from ppd_core.calibration.validate import simulate_scenarios
+from ppd_core.config.scenario import Scenario
+from ppd_core.analysis.runs import run
+from ppd_core.model.params import PerfParams, default_params
+
+ROOT = Path(__file__).resolve().parents[1]
+MEASURED = ROOT.parent / "shared" / "data" / "ppd-measured"
+needs_data = pytest.mark.skipif(not MEASURED.is_dir() and not os.environ.get("CI"),
+                                reason="../shared/data/ppd-measured not present (it is in CI)")
+TINY = Subsample(workloads=("small_mid_bal",), qps=(2.0, 8.0), kinds=("comprehensive",))
+T_ITER = Stage("t_iter", (FitParam("t_iter_ms", 0.2, 6.0, "a host cost"),), "turn2_tpot", max_nfev=8)
+
+
+def test_fit_stage_converges_to_the_analytic_optimum():
+    """log(t_iter / 2.5) has its zero at 2.5: the fit gets there, says it converged, and reports the change."""
+    p, info = fit_stage(PerfParams(), T_ITER, lambda q: np.array([math.log(q.t_iter_ms / 2.5)]), lambda m: None)
+    assert p.t_iter_ms == pytest.approx(2.5, rel=1e-3)
+    assert info["converged"] and info["on_bound"] == {}
+    assert info["change_pct"]["t_iter_ms"] == pytest.approx(100 * (2.5 / 1.8 - 1), abs=0.2)
+    json.dumps(info)   # the report is plain JSON
+
+
+def test_fit_stage_names_a_bound_it_ends_on():
+    lines = []
+    _, info = fit_stage(PerfParams(), T_ITER, lambda q: np.array([math.log(q.t_iter_ms / 10.0)]), lines.append)
+    assert "upper bound 6" in info["on_bound"]["t_iter_ms"] and "a host cost" in info["on_bound"]["t_iter_ms"]
+    assert any("t_iter_ms ends on its upper bound" in s for s in lines)
+
+
+def test_every_stage_parameter_has_bounds_and_a_reason():
+    for st in STAGES:
+        assert st.params and st.max_nfev > 0
+        for fp in st.params:
+            assert fp.lo < fp.hi and fp.why, (st.name, fp)
+
+
+@needs_data
+def test_from_defaults_is_deterministic_and_the_written_file_reproduces(tmp_path):
+    """The fast variant of 'calibrate --from-defaults reproduces the shipped file': a tiny stage on a tiny
+    subsample, run twice from the literature defaults, gives identical parameters, and the written file
+    loads back within 1 % per parameter."""
+    log = []
+    p1, r1 = calibrate(str(MEASURED), PerfParams(), 1, log.append, stages=(T_ITER,), subsample=TINY,
+                       final_validation=False)
+    p2, _ = calibrate(str(MEASURED), PerfParams(), 1, lambda m: None, stages=(T_ITER,), subsample=TINY,
+                      final_validation=False)
+    assert p1 == p2
+    assert r1["t_iter"]["mape_after"] < r1["t_iter"]["mape_before"]
+    assert r1["t_iter"]["converged"], r1["t_iter"]
+    assert any("converged" in m for m in log)
+    assert p1 != PerfParams()
+    out = tmp_path / "p.json"
+    write(p1, r1, out, str(MEASURED))
+    back = default_params(out)
+    for k, v in vars(p1).items():
+        assert getattr(back, k) == pytest.approx(v, rel=0.01), k
+
+
+@needs_data
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("PPD_LONG_TESTS") != "1", reason="full calibration: PPD_LONG_TESTS=1")
+def test_full_calibration_from_defaults_reproduces_the_shipped_file():
+    shipped = json.loads((ROOT / "data" / "perf_params.json").read_text())["params"]
+    p, report = calibrate(str(MEASURED), PerfParams(), None, lambda m: None, final_validation=False)
+    for k, v in vars(p).items():
+        assert v == pytest.approx(shipped[k], rel=0.01, abs=1e-6), k
+    for st in STAGES:
+        assert report[st.name]["converged"] or report[st.name]["on_bound"], st.name
+
+
+@needs_data
+def test_lolo_holds_the_layout_out_of_the_fit():
+    rows, _ = read_dir(MEASURED)
+    fit = replace(TINY, exclude_layouts=("4R",)).rows(rows)
+    assert fit and all(r.config != "4R" for r in fit)
+    res = lolo(str(MEASURED), PerfParams(), 1, lambda m: None, stages=(T_ITER,), subsample=TINY,
+               layouts=("4R", "3P_1pD"), test=TINY)
+    assert set(res["folds"]) == {"4R", "3P_1pD"}
+    for d in res["folds"].values():
+        assert d["turn2_tpot_mean"]["n"] >= 2 and d["turn2_tpot_mean"]["mape"] is not None
+    n = sum(d["turn2_tpot_mean"]["n"] for d in res["folds"].values())
+    assert res["overall"]["turn2_tpot_mean"]["n"] == n
+    assert res["folds"]["4R"]["params"] != res["folds"]["3P_1pD"]["params"]
+
+
+def _pt(cfg, metric, measured, simulated, wl="small_tiny", qps=2.0):
+    return SimpleNamespace(file="comprehensive.csv", config=cfg, workload=wl, qps=qps, turn="turn2",
+                           metric=metric, measured=measured, simulated=simulated)
+
+
+def test_effect_size_on_known_ratios():
+    """Measured PPD/PD = 0.5, simulated 0.6: +20 %; a second cell exact: median 10 %, mean 10 %."""
+    pts = [_pt("1P_3D", "avg_ttft_ms", 100, 100), _pt("1P_3pD", "avg_ttft_ms", 50, 60),
+           _pt("2P_2D", "avg_ttft_ms", 80, 40), _pt("2P_2pD", "avg_ttft_ms", 40, 20)]
+    e = effect_size(pts)["ttft"]
+    assert e["n"] == 2 and e["mean_abs_pct"] == pytest.approx(10.0) and e["median_abs_pct"] == pytest.approx(10.0)
+    assert e["per_pair_median_abs_pct"] == {"1P_3D": pytest.approx(20.0), "2P_2D": pytest.approx(0.0)}
+    assert effect_size(pts)["tpot"] is None
+
+
+def test_kendall_tau_on_known_orders():
+    lays = ("4R", "1P_3D", "2P_2D", "3P_1D")
+    same = [_pt(l, "avg_ttft_ms", m, m * 2) for l, m in zip(lays, (1, 2, 3, 4))]
+    swap = [_pt(l, "avg_ttft_ms", m, s, qps=4.0) for l, m, s in zip(lays, (1, 2, 3, 4), (1, 2, 4, 3))]
+    rev = [_pt(l, "avg_ttft_ms", m, -m + 10, qps=8.0) for l, m in zip(lays, (1, 2, 3, 4))]
+    assert rank_agreement(same)["ttft"]["mean_tau"] == pytest.approx(1.0)
+    assert rank_agreement(swap)["ttft"]["mean_tau"] == pytest.approx(4 / 6, abs=1e-3)
+    assert rank_agreement(rev)["ttft"]["mean_tau"] == pytest.approx(-1.0)
+    both = rank_agreement(same + swap + rev)["ttft"]
+    assert both["n_cells"] == 3 and both["median_tau"] == pytest.approx(4 / 6, abs=1e-3)
+    assert rank_agreement(same[:2])["ttft"] is None       # fewer than three layouts: no rank
+
+
+def test_seeds_are_averaged_and_their_spread_reported():
+    sc = Scenario(layout="1P_3pD", workload="small_mid_bal", qps=4.0, arrival_window_s=10.0, client_concurrency=50)
+    res = simulate_scenarios([(sc, False)], seeds=3, workers=1)[sc]
+    vals = [run(replace(sc, seed=sc.seed + i)).summary["groups"]["turn2plus"]["tpot_ms"]["mean"] for i in range(3)]
+    assert res["turn2plus"]["avg_tpot_ms"] == pytest.approx(float(np.mean(vals)))
+    assert res["_spread"]["turn2plus"]["avg_tpot_ms"] == pytest.approx(float(np.std(vals, ddof=1)))
+    assert res["_spread"]["turn2plus"]["avg_tpot_ms"] > 0
+
+
+@pytest.mark.parametrize("workload, turns, turn2, out_mean", [
+    ("sharegpt", 2204, 1704, 308.9),    # measured README, ShareGPT / WildChat benchmark (500 conversations)
+    ("wildchat", 2056, 1556, 274.5)])
+@pytest.mark.parametrize("seed", [42, 43, 44, 45])
+def test_dataset_generators_match_the_calibration_runs(workload, turns, turn2, out_mean, seed):
+    from ppd_core.workloads.synthetic import generate, streams
+    sc = Scenario(workload=workload, conversations=500, qps=2.0, client_concurrency=50, seed=seed)
+    s = streams(sc.seed)
+    convs = generate(sc, s["arrivals"], s["lengths"])
+    n = sum(len(c.turns) for c in convs)
+    outs = [t.output for c in convs for t in c.turns]
+    assert len(convs) == 500
+    assert n == pytest.approx(turns, rel=0.02)
+    assert n - len(convs) == pytest.approx(turn2, rel=0.02)
+    assert float(np.mean(outs)) == pytest.approx(out_mean, rel=0.02)
