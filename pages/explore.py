@@ -17,7 +17,7 @@ url = widgets.sync("explore", sc, (PRESET, PRESENT))
 widgets.nav_links(sc, "explore")
 
 head, link = st.columns([3, 2], vertical_alignment="bottom")
-head.markdown("## Explore a scenario" if not present else "# PPD vs PD vs Replica")
+head.title("Explore a scenario" if not present else "PPD vs PD vs Replica")
 with link:
     st.code(url, language=None, wrap_lines=False)      # the copy button is at its right edge
 widgets.show_warnings(state.warnings)

@@ -62,8 +62,9 @@ def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], m
         fig.update_xaxes(title_text=f"{title} (ms)")
     fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%")
     fig.update_layout(title=f"{title} distribution (CDF): Turn 2+ solid, Turn 1 dotted" if turn1 else
-                      f"Turn 2+ {title} distribution (CDF)", height=380,
-                      margin=dict(t=60, b=40, l=50, r=10), legend=dict(orientation="h", y=-0.22))
+                      f"Turn 2+ {title} distribution (CDF)", height=430,
+                      margin=dict(t=60, b=130, l=50, r=10),
+                      legend=dict(orientation="h", yanchor="top", y=-0.3))
     return fig
 
 
@@ -100,10 +101,10 @@ def by_turn_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario
         fig.add_trace(go.Scatter(x=stats.index, y=stats["p90"], mode="lines", name=f"{name} p90",
                                  line=dict(color=color, dash="dot"), legendgroup=name,
                                  hovertemplate="turn %{x}: p90 %{y:.1f} ms<extra>" + name + "</extra>"))
-    fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted)", height=380,
-                      margin=dict(t=60, b=40, l=50, r=10), xaxis_title="turn index (turns with ≥ 3 requests)",
+    fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted)", height=430,
+                      margin=dict(t=60, b=130, l=60, r=10), xaxis_title="turn index (turns with ≥ 3 requests)",
                       yaxis_title=f"{title} (ms, log scale)", yaxis_type="log",
-                      legend=dict(orientation="h", y=-0.25))
+                      legend=dict(orientation="h", yanchor="top", y=-0.3))
     if hi > 0:
         ticks = _log_ticks(lo, hi)
         fig.update_yaxes(tickvals=ticks, ticktext=[f"{t:,g}" for t in ticks])
@@ -241,10 +242,12 @@ def interference_figure(df: pd.DataFrame, n_prefills: int, prefill_tokens: int, 
 def readable(fig: go.Figure, present: bool = False) -> go.Figure:
     """Dark text at a readable size (classroom mode: ≥ 16 px everywhere, taller charts)."""
     base = 18 if present else 13
-    fig.update_layout(font=dict(size=base, color="#222"), title_font=dict(size=base + 3))
+    fig.update_layout(font=dict(size=base, color="#222"), title_font=dict(size=base + 3), legend_font_size=base)
+    fig.update_xaxes(tickfont_size=base, title_font_size=base)       # the Streamlit theme sets its own
+    fig.update_yaxes(tickfont_size=base, title_font_size=base)
     fig.update_annotations(font_size=base)
     if present:
-        fig.update_layout(height=max(int(fig.layout.height or 400), 540), legend_font_size=base)
+        fig.update_layout(height=max(int(fig.layout.height or 400), 540))
         fig.update_traces(selector=dict(type="scatter"), textfont_size=base)
         fig.update_traces(selector=dict(type="bar"), textfont_size=base)
     return fig
