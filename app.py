@@ -10,7 +10,7 @@ import streamlit as st
 # ui/runner.py) import it as "__mp_main__" while they start: they must not build the app.
 if __name__ == "__main__":
     st.set_page_config(page_title="PPD Explorer", page_icon=":material/hub:", layout="wide",
-                       initial_sidebar_state="expanded")
+                       initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "expanded")
 
     pg = st.navigation([
         st.Page("pages/explore.py", title="Explore", icon=":material/tune:", default=True),
@@ -19,6 +19,7 @@ if __name__ == "__main__":
         st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
         st.Page("pages/paper.py", title="Paper", icon=":material/article:", url_path="paper"),
         st.Page("pages/validation.py", title="Validation", icon=":material/fact_check:", url_path="validation"),
+        st.Page("pages/compare.py", title="Compare links", icon=":material/compare_arrows:", url_path="compare"),
     ])
     st.sidebar.caption(
         "**PPD Explorer** simulates multi-turn LLM serving on a few GPUs: prefill/decode disaggregation (PD), "

@@ -1,17 +1,26 @@
-"""Explore: one scenario against its PD and Replica baselines. Widgets -> Scenario -> cached runs -> charts."""
+"""Explore: one scenario against its PD and Replica baselines. Widgets -> Scenario -> cached runs -> verdict,
+one compact chart of the three systems, their cards, then the details."""
 import streamlit as st
 
-from ui import cards, charts, exports, runner, widgets
+from ui import cards, charts, exports, presets, runner, widgets
+from ui.controls import PRESENT, PRESET
 
-state = widgets.scenario_sidebar("explore")
+state = widgets.scenario_sidebar("explore", extras=(PRESET, PRESENT))
 sc = state.scenario
+present = st.session_state.get("present", PRESENT.default) == "1"
+st.session_state["_present"] = present
+preset = presets.by_key(st.session_state.get("preset", ""))
+if preset is not None and preset.scenario() != sc:     # the controls moved away from the preset
+    st.session_state["preset"] = PRESET.default
+    preset = None
+url = widgets.sync("explore", sc, (PRESET, PRESENT))
 widgets.nav_links(sc, "explore")
 
-st.title("Explore a scenario")
-st.caption("PPD (this scenario) against PD (x = 0, the same GPUs, pD → D) and Replica (the same GPU count). "
-           "Every change re-runs all three; results are cached per scenario.")
+head, link = st.columns([3, 2], vertical_alignment="bottom")
+head.title("Explore a scenario" if not present else "PPD vs PD vs Replica")
+with link:
+    st.code(url, language=None, wrap_lines=False)      # the copy button is at its right edge
 widgets.show_warnings(state.warnings)
-url = widgets.share_box("explore", sc)
 if state.infeasible:
     st.error(f"Nothing to simulate: {state.infeasible}", icon=":material/memory:")
     st.stop()
@@ -20,34 +29,58 @@ scenarios = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
 with st.spinner("Simulating…", show_time=True):
     results = runner.run_or_stop(lambda: runner.simulate_systems(sc))
 summaries = {name: r["summary"] for name, r in results.items()}
+layouts = {name: s.layout for name, s in scenarios.items()}
 
-st.subheader("Turn 2+ headline (deltas against PD)")
-cards.headline_cards(summaries)
-st.caption(cards.defs("turn2", "ttft", "tpot", "e2e", "local", "slo", "kv"))
+if preset is not None:
+    st.markdown(f"**Preset · {preset.title}.** Look at: {preset.look_at}")
+widgets.verdict_box(summaries, layouts, present)
+widgets.run_status(sc, summaries)
+
+if present:
+    charts.chart(charts.systems_figure(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms, height=560),
+                 "explore_systems")
+else:
+    charts.chart(charts.systems_figure(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms), "explore_systems",
+                 "Bars: Turn 2+ mean; whiskers: p90; dashed: SLO thresholds (slo_ttft_ms, slo_tpot_ms).")
+    cards.system_cards(summaries, layouts)
+
+if preset is not None:
+    with st.container(border=True):
+        st.markdown(f"**Why:** {preset.why}")
+        for v in presets.check(preset, lambda s: runner.run_or_stop(lambda: runner.simulate(s))["summary"], sc):
+            st.markdown(("✅ " if v.holds else "❌ ") + v.text())
+if not present:
+    widgets.preset_links(preset)
+    cards.glossary()
+
+if present:
+    charts.chart(charts.cdf_figure(results, scenarios, "ttft_ms", "TTFT", turn1=False), "explore_ttft_cdf")
+    charts.chart(charts.cdf_figure(results, scenarios, "tpot_ms", "TPOT", log_x=False), "explore_tpot_cdf")
+    runner.start_workers()
+    st.stop()
 
 left, right = st.columns(2)
 with left:
-    charts.chart(charts.cdf_figure(results, scenarios, "ttft_ms", "TTFT"), "explore_ttft_cdf",
-                 cards.defs("ttft", "turn2"))
+    charts.chart(charts.cdf_figure(results, scenarios, "ttft_ms", "TTFT", turn1=False), "explore_ttft_cdf",
+                 "Turn 1 TTFT (which includes waiting for a client slot) is in the table below.")
 with right:
-    charts.chart(charts.cdf_figure(results, scenarios, "tpot_ms", "TPOT", log_x=False), "explore_tpot_cdf",
-                 cards.defs("tpot", "turn2"))
+    charts.chart(charts.cdf_figure(results, scenarios, "tpot_ms", "TPOT", log_x=False), "explore_tpot_cdf")
 
 left, right = st.columns(2)
 with left:
-    charts.chart(charts.by_turn_figure(results, scenarios, "ttft_ms", "TTFT"), "explore_ttft_by_turn",
-                 cards.defs("ttft"))
+    charts.chart(charts.by_turn_figure(results, scenarios, "ttft_ms", "TTFT"), "explore_ttft_by_turn")
 with right:
     st.markdown("**All systems**")
     st.table(cards.summary_table_text(summaries, scenarios))
-    st.caption(cards.defs("x", "s") + "  \nPolicy `dynamic` decides per request with Eq.1 from live state; "
-               "`dynamic-table` uses the paper's offline table; pD nodes always serve Turn 2+ locally.")
+    st.caption("Policy `dynamic` decides per request with Eq.1 from live state; `dynamic-table` uses the "
+               "paper's offline table; pD nodes always serve Turn 2+ locally.")
 
 st.subheader("Export what is on screen")
 c1, c2 = st.columns(2)
-c1.download_button("Per-request records (CSV)", data=lambda: exports.records_csv(results),
+c1.download_button("Per-request records (CSV)", data=lambda: exports.records_csv(results, scenarios, url),
                    file_name="ppd_records.csv", mime="text/csv", on_click="ignore", icon=":material/download:")
 c2.download_button("Summary (JSON)", data=lambda: exports.summary_json(results, url), file_name="ppd_summary.json",
                    mime="application/json", on_click="ignore", icon=":material/download:")
+widgets.share_box("explore", sc, (PRESET, PRESENT))
 
 runner.start_workers()      # after the results are on screen: later changes run side by side

@@ -11,9 +11,12 @@ PREFILL_TOKENS = Control("learn_prefill_tokens", "New tokens per prefill", "sele
 CACHED_TOKENS = Control("learn_cached_tokens", "Cached context of the append-prefill", "select_slider",
                           options=("512", "1024", "2048", "4096", "8192", "16384", "32768", "65536"), default="2048",
                           help="Tokens already in the decode node's prefix cache (paper Fig.8 varies this).")
+WINDOW = Control("learn_window", "Time window around the event (ms; all = the whole run)", "select_slider",
+                 options=("20", "50", "100", "200", "500", "1000", "2000", "5000", "all"), default="200",
+                 help="The timeline's x axis follows the current event: this much simulated time is shown.")
 BATCHES = tuple(range(0, 257, 16))
 #: The page's own URL keys (the step's range depends on the run; validated as a non-negative integer first).
-EXTRAS = (Control("learn_step", "step", "slider", lo=0, step=1), PREFILLS, PREFILL_TOKENS, CACHED_TOKENS)
+EXTRAS = (Control("learn_step", "step", "slider", lo=0, step=1), WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS)
 
 state = widgets.scenario_sidebar("learn", extras=EXTRAS)
 sc = state.scenario
@@ -63,19 +66,21 @@ n_ev = len(events)
 t_end = float(events[-1]) if n_ev else 0.0
 
 step_ctrl = step_control(n_ev)
-b1, b2, b3 = st.columns([1, 1, 6])
+b1, b2, b3, b4 = st.columns([1, 1, 4, 3])
 b1.button("◀ Previous", on_click=widgets.move_step, args=(-1, n_ev), key="_learn_prev", width="stretch")
 b2.button("Next ▶", on_click=widgets.move_step, args=(1, n_ev), key="_learn_next", width="stretch")
 with b3:
     step = widgets.render_extra(step_ctrl) if n_ev > 1 else 0
+with b4:
+    win = widgets.render_extra(WINDOW)
 t_now = float(events[min(int(step), n_ev - 1)]) if n_ev else 0.0
-charts.chart(timeline.gantt_figure(spans, t_now, t_end), "learn_gantt",
-        "Red: prefill (a full prefill on P, an append-prefill on D/pD), purple: KV transfer over the link, "
-        "blue: decode, orange: mixed iterations (a prefill chunk batched with decodes). Hover a bar for its "
-        "conversation(s).")
 lines = timeline.event_lines(spans, t_now)
-st.markdown(f"**Event {int(step) + 1} of {n_ev} at t = {t_now * 1e3:,.1f} ms**  \n" +
-            ("  \n".join(lines) if lines else "_nothing starts or ends exactly here_"))
+st.markdown(f"**Event {int(step) + 1} of {n_ev} at t = {t_now * 1e3:,.1f} ms** — {timeline.caption(lines)}")
+charts.chart(timeline.gantt_figure(spans, t_now, t_end, None if win == "all" else float(win) / 1e3),
+             "learn_gantt", "Colours: " + "; ".join(f"**{name}** {meaning}" for name, _, meaning in timeline.PHASES)
+             + ". Hover a bar for its conversation(s); zoom with the window control or by dragging.")
+with st.expander("Everything that starts or ends at this event", expanded=False):
+    st.markdown("  \n".join(lines) if lines else "_nothing starts or ends exactly here_")
 
 with st.expander("Per-request numbers of this timeline"):
     for name, r in runs.items():
@@ -101,6 +106,6 @@ charts.chart(charts.interference_figure(curve, n_prefills, p_tokens, c_tokens), 
         "The percentages at the right end are the slowdown against decode-only at the largest batch. The paper "
         "measured about +48 % (full) vs +2 % (append) for one 1,024-token prefill at batch 200 on an H100.")
 
-widgets.share_box("learn", sc, (step_ctrl, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS))
+widgets.share_box("learn", sc, (step_ctrl, WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS))
 
 runner.start_workers()      # after the results are on screen: later changes run side by side

@@ -56,6 +56,14 @@ def main() -> int:
                 time.sleep(2)
                 page.screenshot(path=str(OUT / f"{name}.png"), full_page=True)
                 print(f"wrote {OUT / (name + '.png')}")
+            small = browser.new_page(viewport={"width": 1280, "height": 720})     # a projector: the fold
+            small.goto(url + "/")
+            time.sleep(3)
+            small.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=300_000)
+            small.wait_for_selector(".js-plotly-plot .main-svg", timeout=300_000)
+            time.sleep(2)
+            small.screenshot(path=str(OUT / "explore-1280x720.png"))
+            print(f"wrote {OUT / 'explore-1280x720.png'}")
             browser.close()
     finally:
         proc.terminate()

@@ -97,10 +97,10 @@ def test_url_seeds_every_widget_and_the_numbers():
         assert str(shown) == v or float(shown) == float(v.split(",")[0]) and "," not in v, (k, shown, v)
     assert ppd_core.parse(_share_link(at)) == expected
     summary = ppd_core.run(expected).summary
-    assert _metric(at, "Turn 2+ TTFT p90").value == _ms(summary["groups"]["turn2plus"]["ttft_ms"]["p90"])
-    # SLO cards follow the thresholds
-    labels = [m.label for m in at.metric if m.label.startswith("SLO")]
-    assert "SLO TTFT ≤ 150 ms" in labels and "SLO TTFT ≤ 300 ms" in labels
+    table = at.table[0].value
+    assert table.loc["T2+ TTFT p90 (ms)", "PPD"] == f'{summary["groups"]["turn2plus"]["ttft_ms"]["p90"]:,.1f}'
+    # the SLO rows of the all-systems table follow the thresholds
+    assert "SLO TTFT ≤ 150 ms" in table.index and "SLO TTFT ≤ 300 ms" in table.index
 
 
 def test_widget_change_reruns_the_scenario():
@@ -120,6 +120,9 @@ def test_baselines_present_in_charts_and_table():
     names = {t.get("name") for fig in _charts(at) for t in fig["data"]}
     for system in ("PPD (1P_1D_2pD)", "PD (1P_3D)", "Replica (4R)"):
         assert {f"{system} · Turn 1", f"{system} · Turn 2+", f"{system} mean"} <= names, names
+    bars = _charts(at)[0]["data"]         # the compact chart of the three systems, first on the page
+    assert [t["type"] for t in bars] == ["bar", "bar"]
+    assert bars[0]["x"] == ["PPD<br>1P_1D_2pD", "PD<br>1P_3D", "Replica<br>4R"]
     table = at.table[0].value
     assert list(table.columns) == ["PPD", "PD", "Replica"]
     assert list(table.loc["layout"]) == ["1P_1D_2pD", "1P_3D", "4R"]
@@ -259,17 +262,24 @@ def test_sweep_frontier_falls_back_to_d_layout():
 def test_learn_page_timeline_and_interference():
     at = _app({"conversations": "2"}, page="pages/learn.py")
     assert not _warnings(at)
+    assert at.session_state["learn_step"] == 0                     # it opens at event 1
+    assert any(m.value.startswith("**Event 1 of ") for m in at.markdown)
+    assert at.slider(key="conversations").value == 2               # a visible control, not under Advanced
     figs = _charts(at)
     assert len(figs) == 2
     gantt, interf = figs
-    kinds = {t["name"] for t in gantt["data"]}
-    assert {"prefill", "transfer", "decode"} <= kinds
     assert {t["name"].split(" ")[0] for t in interf["data"]} >= {"decode", "+1"}
-    # step through events: the first event shows fewer bars than the last
-    n_last = sum(len(t["x"]) for t in gantt["data"])
+    n_first = sum(len(t["x"]) for t in gantt["data"])
+    lo, hi = gantt["layout"]["xaxis"]["range"]
+    assert hi - lo == pytest.approx(200.0)                          # the default window around the event
+    # step to the last event: every phase of PD and PPD is on the timeline, in its own colour
+    at.slider(key="learn_step").set_value(at.slider(key="learn_step").max).run()
+    gantt = _charts(at)[0]
+    kinds = {t["name"] for t in gantt["data"]}
+    assert {"full prefill", "append-prefill", "KV transfer", "KV load", "decode"} <= kinds, kinds
+    assert len({t["marker"]["color"] for t in gantt["data"]}) == len(kinds)
+    assert sum(len(t["x"]) for t in gantt["data"]) > n_first
     at.slider(key="learn_step").set_value(0).run()
-    n_first = sum(len(t["x"]) for t in _charts(at)[0]["data"])
-    assert n_first < n_last
     at.button(key="_learn_next").click().run()
     assert at.session_state["learn_step"] == 1
     sc = ppd_core.parse(_share_link(at).split("&learn_")[0])

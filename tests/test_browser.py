@@ -192,11 +192,11 @@ def test_learn_step_through_and_navigation_keeps_scenario(st_server, page):
     page.goto(f"{st_server}/learn?conversations=2&qps=2")
     _wait_ready(page, 2)
     thumb = _thumb(page, "Step through events")
-    last = int(thumb.input_value())
-    page.get_by_role("button", name="◀ Previous").click()
-    expect(thumb).to_have_value(str(last - 1))
-    expect(page).to_have_url(re.compile(rf"[?&]learn_step={last - 1}(&|$)"))
-    expect(page.get_by_text(re.compile(rf"Event {last} of {last + 1}"))).to_be_visible()
+    assert int(thumb.input_value()) == 0                       # Learn opens at event 1
+    page.get_by_role("button", name="Next ▶").click()
+    expect(thumb).to_have_value("1")
+    expect(page).to_have_url(re.compile(r"[?&]learn_step=1(&|$)"))
+    expect(page.get_by_text(re.compile(r"Event 2 of \d+"))).to_be_visible()
     # the sidebar page link carries the scenario (minus the Learn page's handful of conversations)
     page.get_by_test_id("stSidebar").get_by_role("link", name="Explore").last.click()
     expect(page.get_by_role("heading", name="Explore a scenario")).to_be_visible()
@@ -222,8 +222,9 @@ def test_downloads_csv_json_png(st_server, page, artifacts):
     assert set(payload["systems"]) == {"PPD", "PD", "Replica"}
     with page.expect_download() as dl:
         page.get_by_role("button", name=re.compile("records \\(CSV\\)")).click()
-    head = Path(dl.value.path()).read_text().splitlines()[0]
-    assert head.startswith("system,conversation,turn,path")
+    link, head = Path(dl.value.path()).read_text().splitlines()[:2]
+    assert link.startswith("# link: http") and "conversations=40" in link
+    assert head.startswith("system,layout,policy,conversation,turn,path")
     with page.expect_download(timeout=120_000) as dl:
         page.get_by_test_id("stDownloadButton").filter(has_text="PNG").first.get_by_role("button").click()
     png = Path(dl.value.path()).read_bytes()

@@ -104,6 +104,44 @@ def headline_cards(summaries: Mapping[str, dict], per_row: int = 4) -> None:
                        delta_arrow="off" if flat else "auto", help=help_.replace("**", ""), border=True)
 
 
+#: The few cards each system gets on Explore: (label, summary path, formatter, lower is better).
+SYSTEM_CARDS = (
+    ("Turn 2+ TTFT mean", "groups.turn2plus.ttft_ms.mean", "ms", True),
+    ("Turn 2+ TPOT mean", "groups.turn2plus.tpot_ms.mean", "ms", True),
+)
+
+
+def system_cards(summaries: Mapping[str, dict], layouts: Mapping[str, str]) -> None:
+    """One bordered column per system (PPD, PD, Replica) with its few cards; PPD and Replica carry the delta
+    against PD; one line below each with throughput, local share and the first SLOs."""
+    pd_ = summaries.get("PD")
+    cols = st.columns(len(summaries))
+    for col, (name, s) in zip(cols, summaries.items()):
+        with col.container(border=True):
+            st.markdown(f"**{name}** · {layouts.get(name, '')}")
+            inner = st.columns(len(SYSTEM_CARDS))
+            for c, (label, path, kind, lower_better) in zip(inner, SYSTEM_CARDS):
+                v = _get(s, path)
+                delta = None
+                if pd_ is not None and name != "PD":
+                    delta = _delta(kind, v - _get(pd_, path))
+                flat = delta is not None and re.match(r"^[+-]0(\.0+)? ", delta) is not None
+                c.metric(label, _FMT[kind](v), delta=delta, delta_color="off" if flat else
+                         ("inverse" if lower_better else "normal"), delta_arrow="off" if flat else "auto",
+                         help=DEFS["ttft" if "TTFT" in label else "tpot"].replace("**", ""))
+            slo = s.get("slo_attainment", {})
+            first = [k for k in slo if k.startswith("ttft")][:1] + [k for k in slo if k.startswith("tpot")][:1]
+            st.caption(" · ".join([f"{s['throughput']['tokens_per_s']:,.0f} tok/s",
+                                   f"local {fmt_pct(s['local_share'])}"] +
+                                  [f"{slo_label(k)}: {fmt_pct(float(slo[k]))}" for k in first]))
+
+
+def glossary() -> None:
+    """Every metric definition, once, behind a toggle."""
+    with st.expander("Definitions (TTFT, TPOT, Turn 2+, x, S, SLO …)", icon=":material/menu_book:"):
+        st.markdown("  \n".join(DEFS.values()))
+
+
 def summary_table(summaries: Mapping[str, dict], scenarios: Mapping[str, Scenario]) -> pd.DataFrame:
     rows = []
     for name, s in summaries.items():
@@ -117,6 +155,7 @@ def summary_table(summaries: Mapping[str, dict], scenarios: Mapping[str, Scenari
             "T2+ E2E mean (ms)": g["turn2plus"]["e2e_ms"]["mean"],
             "local share": s["local_share"], "success": s["success_rate"],
             "tokens/s": s["throughput"]["tokens_per_s"], "KV GB": s["kv"]["bytes"] / 1e9,
+            **{f"SLO {slo_label(k)}": float(v) for k, v in s.get("slo_attainment", {}).items()},
         })
     return pd.DataFrame(rows)
 
@@ -125,7 +164,7 @@ def summary_table_text(summaries: Mapping[str, dict], scenarios: Mapping[str, Sc
     """``summary_table`` formatted for reading: one column per system, one row per figure."""
     df = summary_table(summaries, scenarios).set_index("system")
     fmt = {"local share": fmt_pct, "success": fmt_pct, "KV GB": lambda v: f"{v:,.2f}",
-           "tokens/s": lambda v: f"{v:,.0f}"}
+           "tokens/s": lambda v: f"{v:,.0f}", **{c: fmt_pct for c in df.columns if c.startswith("SLO ")}}
     out = pd.DataFrame({col: [fmt.get(col, (lambda v: f"{v:,.1f}" if isinstance(v, float) else str(v)))(v)
                               for v in df[col]] for col in df.columns}, index=df.index)
     return out.T

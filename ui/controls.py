@@ -146,6 +146,18 @@ ADVANCED = ("conversations", "think_time_s", "client_concurrency", "arrival_wind
             "rehash_frac", "link_latency_us", "link_sharing", "slo_ttft_ms", "slo_tpot_ms",
             "max_batched_tokens", "gpu_mem_util")
 
+def groups_for(page: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The sidebar groups of ``page``: Learn shows its number of conversations in the Workload group."""
+    if page != "learn":
+        return GROUPS
+    return tuple((t, keys + ("conversations",) if t == "Workload" else keys) for t, keys in GROUPS)
+
+
+def advanced_for(page: str) -> tuple[str, ...]:
+    shown = {k for _, keys in groups_for(page) for k in keys}
+    return tuple(k for k in ADVANCED if k not in shown)
+
+
 #: The Learn page shows a handful of conversations; it uses this range for ``conversations``.
 LEARN_CONVERSATIONS = _c("conversations", "Conversations on the timeline", "slider", lo=1, hi=8, step=1,
                          default=3, help="How many conversations the teaching timeline shows (URL key "
@@ -162,7 +174,7 @@ def controls_for(page: str) -> dict[str, Control]:
         ctrls["conversations"] = LEARN_CONVERSATIONS
     if page == "advise":
         return {k: ctrls[k] for k in ADVISOR_SCENARIO_KEYS}
-    if page in ("paper", "validation"):
+    if page in ("paper", "validation", "compare"):
         return {}
     return ctrls
 
@@ -174,8 +186,21 @@ def local_keys(page: str) -> tuple[str, ...]:
     return tuple(k for k, c in controls_for(page).items() if common.get(k) != c)
 
 
+def _preset_options() -> tuple[str, ...]:
+    from .presets import PRESET_KEYS
+    return ("",) + PRESET_KEYS
+
+
+#: Explore's page-only keys: the preset a link came from (its note and claim check show while the controls
+#: still equal it) and classroom mode (``present=1``: large fonts, fewer controls, one chart per screen).
+PRESET = Control("preset", "Preset", "select", options=_preset_options(), default="",
+                 help="The teaching preset this link opened (ui/presets.py).")
+PRESENT = Control("present", "Classroom mode", "radio", options=("0", "1"), default="0",
+                  help="present=1: large fonts, fewer controls, the verdict and one chart per screen.")
+
+
 def step_control(n_events: int) -> Control:
     return Control("learn_step", "Step through events", "slider", lo=0, hi=max(n_events - 1, 0), step=1,
-                   default=max(n_events - 1, 0),
+                   default=0,
                    help="Each step moves to the next moment something starts or ends on any node "
                         "(arrow keys step one event).")

@@ -9,11 +9,39 @@ import pandas as pd
 import plotly.graph_objects as go
 
 
-def records_csv(results: Mapping[str, dict]) -> bytes:
-    frames = [r["records"].assign(system=name) for name, r in results.items()]
+def describe(sc: Any) -> str:
+    """The scenario in one short line (PNG footers, CSV headers)."""
+    return (f"PPD Explorer · {sc.layout} · policy {sc.policy} · {sc.gpu} · {sc.model} tp={sc.tp} · "
+            f"{sc.workload} · qps {sc.qps:g} · {sc.bandwidth_gbps:g} GB/s · w_ttft {sc.w_ttft:g} · "
+            f"w_tpot {sc.w_tpot:g} · {sc.conversations} conversations · seed {sc.seed}")
+
+
+def header(link: str | None, description: str | None = None) -> str:
+    """``# ``-comment lines that put a CSV in context (pandas: ``read_csv(..., comment="#")``)."""
+    lines = [f"# {description}"] if description else []
+    if link:
+        lines.append(f"# link: {link}")
+    return "".join(line + "\n" for line in lines)
+
+
+def csv_with_context(df: pd.DataFrame, link: str | None, description: str | None = None) -> bytes:
+    return (header(link, description) + df.to_csv(index=False)).encode()
+
+
+def records_csv(results: Mapping[str, dict], scenarios: Mapping[str, Any] | None = None,
+                link: str | None = None) -> bytes:
+    """Per-request records of every system, with its layout and policy columns (``scenarios``) and the share
+    link in a header comment."""
+    frames = []
+    for name, r in results.items():
+        extra = {"system": name}
+        if scenarios is not None and name in scenarios:
+            extra.update(layout=scenarios[name].layout, policy=scenarios[name].policy)
+        frames.append(r["records"].assign(**extra))
     df = pd.concat(frames, ignore_index=True)
-    cols = ["system"] + [c for c in df.columns if c != "system"]
-    return df[cols].to_csv(index=False).encode()
+    first = [c for c in ("system", "layout", "policy") if c in df.columns]
+    cols = first + [c for c in df.columns if c not in first]
+    return csv_with_context(df[cols], link)
 
 
 def summary_json(results: Mapping[str, dict], url: str) -> bytes:
@@ -31,6 +59,22 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def png_bytes(fig: go.Figure) -> bytes:
-    """Render with kaleido (drives Debian's /usr/bin/chromium); called only when a download is clicked."""
-    return fig.to_image(format="png", width=1100, height=int(fig.layout.height or 450), scale=2)
+def with_footer(fig: go.Figure, context: str | None) -> go.Figure:
+    """A copy of ``fig`` with ``context`` (the scenario's short description and link) as a footer line."""
+    out = go.Figure(fig)
+    if not context:
+        return out
+    bottom = int(out.layout.margin.b or 40)
+    out.update_layout(margin=dict(b=bottom + 60))
+    out.add_annotation(text=context.replace("\n", "<br>"), xref="paper", yref="paper", x=0, y=0, yshift=-bottom - 50,
+                       xanchor="left", yanchor="top", showarrow=False, align="left",
+                       font=dict(size=11, color="#555"))
+    return out
+
+
+def png_bytes(fig: go.Figure, context: str | None = None) -> bytes:
+    """Render with kaleido (drives Debian's /usr/bin/chromium); called only when a download is clicked.
+    ``context`` goes in a footer so the PNG says which scenario it shows."""
+    out = with_footer(fig, context)
+    height = int(out.layout.height or 450) + (60 if context else 0)
+    return out.to_image(format="png", width=1100, height=height, scale=2)

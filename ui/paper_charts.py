@@ -18,7 +18,24 @@ CURVE_COLORS = MappingProxyType({"decode only": "#7f7f7f", "+1 full prefill": "#
 
 def _layout(fig: go.Figure, title: str, height: int = 400) -> go.Figure:
     fig.update_layout(title=title, height=height, margin=dict(t=60, b=40, l=50, r=10),
-                      legend=dict(orientation="h", y=-0.22))
+                      legend=dict(orientation="h", yanchor="top", y=-0.25))
+    return fig
+
+
+def _wrap_categories(fig: go.Figure) -> go.Figure:
+    """Long category labels on several lines, unrotated (rotated they ran into each other and the legend)."""
+    cats = []
+    for tr in fig.data:
+        for c in (tr.x if tr.x is not None else ()):
+            if c not in cats:
+                cats.append(c)
+    short = {"large_huge_paste": "huge paste", "(benchmark window)": "(bench.)"}
+    text = []
+    for c in map(str, cats):
+        for k, v in short.items():
+            c = c.replace(k, v)
+        text.append(c.replace(" (", "<br>(").replace(" QPS", "<br>QPS").replace(" ", "<br>", 1))
+    fig.update_xaxes(tickangle=0, tickvals=cats, ticktext=text)
     return fig
 
 
@@ -44,8 +61,11 @@ def interference_figure(item: P.Item) -> go.Figure:
         xs = [200, 200, 200]
         ys = [base, base * (1 + pub[("full", n)] / 100), base * (1 + pub[("append", n)] / 100)]
         labels = ["decode only ≈28 ms", f"full +{pub[('full', n)]:g} %", f"append +{pub[('append', n)]:g} %"]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers+text", text=labels, textposition="middle left",
-                                 textfont=dict(size=10, color=PUB),
+        # the paper's numbers in one note per panel (as labels at batch 200 they sat on top of each other)
+        fig.add_annotation(text="paper, batch 200:<br>" + "<br>".join(labels), align="left", xref=f"x{'' if col == 1 else col} domain",
+                           yref=f"y{'' if col == 1 else col} domain", x=0.02, y=0.98, xanchor="left", yanchor="top",
+                           showarrow=False, font=dict(color=PUB))
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", text=labels,
                                  marker=dict(symbol="star", size=13, color=PUB), name="paper (batch 200)",
                                  showlegend=col == 1, legendgroup="paper",
                                  hovertemplate="%{text}<extra>paper</extra>"), row=1, col=col)
@@ -127,9 +147,12 @@ def fig6_figures(item: P.Item) -> tuple[go.Figure, go.Figure]:
                                                  "%{customdata:.0f} %<extra>QPS " + f"{q:g}</extra>"))
         if q in P.PUB_FIG6_X1:
             t_, p_ = P.PUB_FIG6_X1[q]
-            front.add_trace(go.Scatter(x=[0, p_], y=[0, t_], mode="markers+text", text=["PD", "x=1"],
-                                       textposition="top right", marker=dict(symbol="star", size=12, color=color,
-                                                                             line=dict(color="black", width=1)),
+            first = not any(tr.name and tr.name.endswith("paper ends") for tr in front.data)
+            front.add_trace(go.Scatter(x=[0, p_], y=[0, t_], mode="markers+text",
+                                       text=["PD (all QPS)" if first else "", f"x=1 QPS {q:g}"],
+                                       textposition=["top left", "top right" if i % 2 == 0 else "bottom right"],
+                                       marker=dict(symbol="star", size=12, color=color,
+                                                   line=dict(color="black", width=1)),
                                        name=f"QPS {q:g} paper ends",
                                        hovertemplate="paper: TPOT %{x:+.1f} %, TTFT %{y:+.1f} %<extra></extra>"))
     pub = [(w, v) for w, v in P.PUB_FIG6_LOCAL.items() if w != "pd"]
@@ -182,7 +205,9 @@ def headline_figure(item: P.Item) -> go.Figure:
 
 def engines_figure(item: P.Item) -> go.Figure:
     d = item.data
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("local share", "Turn 2+ TTFT"))
+    # stacked, sharing the case axis: side by side the eight long case labels did not fit
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=("local share", "Turn 2+ TTFT"))
     colors = {"pd": charts.SYSTEM_COLORS["PD"], "ppd": charts.SYSTEM_COLORS["PPD"], "dynamic": "#17becf",
               "dynamic-table": "#9467bd"}
     for pol, color in colors.items():
@@ -191,8 +216,15 @@ def engines_figure(item: P.Item) -> go.Figure:
                              hovertemplate="%{x}: %{y:.0f} %<extra>" + pol + "</extra>"), row=1, col=1)
         fig.add_trace(go.Bar(x=s["case"], y=s["ttft_ms"], name=pol, marker_color=color, legendgroup=pol,
                              showlegend=False, hovertemplate="%{x}: %{y:.1f} ms<extra>" + pol + "</extra>"),
-                      row=1, col=2)
+                      row=2, col=1)
     fig.update_yaxes(title_text="%", row=1, col=1)
-    fig.update_yaxes(title_text="ms", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="ms", type="log", row=2, col=1)
     fig.update_layout(barmode="group")
-    return _layout(fig, "Offline table (dynamic-table) vs online Eq.1 (dynamic), with the static ends", 480)
+    _wrap_categories(fig)
+    _layout(fig, "Offline table (dynamic-table) vs online Eq.1 (dynamic), with the static ends", 620)
+    fig.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top"))
+    pos = d["ttft_ms"][d["ttft_ms"] > 0]
+    if len(pos):
+        ticks = charts._log_ticks(float(pos.min()), float(pos.max()))
+        fig.update_yaxes(tickvals=ticks, ticktext=[f"{t:,g}" for t in ticks], row=2, col=1)
+    return fig

@@ -1,6 +1,7 @@
 """The teaching timeline: a per-node Gantt of the spans of a run, and stepping through its events."""
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
@@ -8,7 +9,47 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .charts import KIND_COLORS
+#: What the teaching timeline shows, in the order of its legend, with its colour and plain-words meaning.
+PHASES = (
+    ("full prefill", "#d62728", "computes the whole prompt (P node, or a replica's first turn)"),
+    ("append-prefill", "#2ca02c", "computes only the new tokens on the node that caches the conversation"),
+    ("KV transfer", "#9467bd", "sends the conversation's KV cache P → D over the link"),
+    ("KV load", "#8c564b", "the decode node takes in the KV it received before its first decode step"),
+    ("decode", "#1f77b4", "generates the answer one token per step"),
+)
+PHASE_COLORS = MappingProxyType({name: color for name, color, _ in PHASES})
+PHASE_MEANING = MappingProxyType({name: meaning for name, _, meaning in PHASES})
+
+
+def phases(spans: pd.DataFrame) -> pd.DataFrame:
+    """``spans`` with a ``phase`` column: a P node's prefill is a full prefill, a link span a KV transfer, a
+    decode node's prefill (or mixed iteration) right after a transfer of the same conversation a KV load,
+    a replica's first prefill of a conversation a full prefill, any other prefill on D/pD/R an append-prefill."""
+    sp = spans.reset_index(drop=True).copy()
+    phase = []
+    pending: set[tuple[str, str]] = set()       # (decode node, conversation) whose KV arrived, not yet loaded
+    seen: set[tuple[str, str]] = set()
+    for _, r in sp.sort_values("start_s", kind="stable").iterrows():
+        kind, role, node = r["kind"], r["role"], str(r["node"])
+        convs = str(r["conversations"]).split()
+        if kind == "transfer":
+            p = "KV transfer"
+            pending.update((node.split("->")[-1], c) for c in convs)
+        elif kind == "decode":
+            p = "decode"
+        elif role == "P":
+            p = "full prefill"
+        elif any((node, c) in pending for c in convs):
+            p = "KV load"
+            pending.difference_update((node, c) for c in convs)
+        elif role == "R" and not any((node, c) in seen for c in convs):
+            p = "full prefill"
+        else:
+            p = "append-prefill"
+        seen.update((node, c) for c in convs)
+        phase.append((r.name, p))
+    sp["phase"] = pd.Series(dict(phase))
+    return sp
 
 
 def timeline_events(spans_by_system: Mapping[str, pd.DataFrame]) -> np.ndarray:
@@ -20,26 +61,40 @@ def timeline_events(spans_by_system: Mapping[str, pd.DataFrame]) -> np.ndarray:
     return np.unique(np.round(np.concatenate(times), 6))
 
 
-def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_end: float) -> go.Figure:
-    """Per-node Gantt (one row of subplots per system) of the spans started by ``t_now``, cut at ``t_now``."""
+def window(t_now: float, t_end: float, width_s: float | None) -> tuple[float, float]:
+    """The time window (s) the Gantt shows around the current event: ``width_s`` wide, the event at 3/4 of
+    it (what just happened is on screen); None: the whole run."""
+    if width_s is None or width_s <= 0 or width_s >= t_end:
+        return 0.0, max(t_end, 1e-6) * 1.02
+    lo = max(0.0, t_now - 0.75 * width_s)
+    return lo, lo + width_s
+
+
+def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_end: float,
+                 width_s: float | None = None) -> go.Figure:
+    """Per-node Gantt (one row of subplots per system) of the spans started by ``t_now``, cut at ``t_now``,
+    coloured by phase (``PHASES``), its time axis a window of ``width_s`` around ``t_now``."""
     names = list(spans_by_system)
     fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12,
                         subplot_titles=names)
+    lo, hi = window(t_now, t_end, width_s)
     shown_kinds: set[str] = set()
     for i, name in enumerate(names, start=1):
         sp = spans_by_system[name]
         if sp is None or sp.empty:
             continue
+        sp = phases(sp)
         nodes = sorted(sp["node"].astype(str).unique(), key=_node_order)
         vis = sp[sp["start_s"] <= t_now + 1e-9]
-        min_w = max(t_end, 1e-6) * 0.004          # keep microsecond transfers visible at any zoom
-        for kind, d in vis.groupby("kind", sort=False):
+        min_w = max(hi - lo, 1e-6) * 0.004        # keep microsecond transfers visible at any zoom
+        for kind in [p for p, _, _ in PHASES if p in set(vis["phase"])]:
+            d = vis[vis["phase"] == kind]
             end = np.minimum(d["end_s"].to_numpy(float), t_now)
             start = d["start_s"].to_numpy(float)
             fig.add_trace(go.Bar(
                 y=d["node"].astype(str), x=np.maximum(end - start, min_w) * 1e3, base=start * 1e3,
                 orientation="h", name=kind, legendgroup=kind, showlegend=kind not in shown_kinds,
-                marker=dict(color=KIND_COLORS.get(kind, "#7f7f7f"), line=dict(width=0.5, color="white")),
+                marker=dict(color=PHASE_COLORS[kind], line=dict(width=0.5, color="white")),
                 customdata=np.stack([d["conversations"].astype(str), start * 1e3,
                                      d["end_s"].to_numpy(float) * 1e3], axis=-1),
                 hovertemplate="%{y} " + kind + "<br>conv %{customdata[0]}<br>%{customdata[1]:.1f} → "
@@ -47,7 +102,8 @@ def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_en
             shown_kinds.add(str(kind))
         fig.update_yaxes(categoryorder="array", categoryarray=nodes[::-1], row=i, col=1)
         fig.add_vline(x=t_now * 1e3, line=dict(color="black", dash="dash", width=1), row=i, col=1)
-    fig.update_xaxes(range=[0, t_end * 1e3 * 1.02], title_text="simulated time (ms)", row=len(names), col=1)
+    fig.update_xaxes(range=[lo * 1e3, hi * 1e3])
+    fig.update_xaxes(title_text="simulated time (ms)", row=len(names), col=1)
     fig.update_layout(barmode="overlay", height=200 + 170 * len(names), margin=dict(t=50, b=40, l=60, r=10),
                       title=f"Request timeline at t = {t_now * 1e3:,.1f} ms",
                       legend=dict(orientation="h", y=-0.15))
@@ -61,17 +117,31 @@ def _node_order(name: str) -> tuple:
     return (order, int(tail) if tail.isdigit() else 0, name)
 
 
+def _convs(text: str) -> str:
+    c = str(text).split()
+    return f"conversation {c[0]}" if len(c) == 1 else f"conversations {', '.join(c)}"
+
+
 def event_lines(spans_by_system: Mapping[str, pd.DataFrame], t: float, tol: float = 1e-6) -> list[str]:
-    """What starts and ends at time ``t`` on each system (for the step-through text)."""
+    """What starts and ends at time ``t`` on each system, in plain words (the step-through text)."""
     lines = []
     for name, sp in spans_by_system.items():
         if sp is None or sp.empty:
             continue
+        sp = phases(sp)
         for _, r in sp[(sp["start_s"] - t).abs() <= tol].iterrows():
-            lines.append(f"**{name}** · `{r['node']}` starts **{r['kind']}** (conversation {r['conversations']})")
+            lines.append(f"**{name}** · `{r['node']}` starts the **{r['phase']}** of {_convs(r['conversations'])}: "
+                         f"it {PHASE_MEANING[r['phase']]}.")
         for _, r in sp[(sp["end_s"] - t).abs() <= tol].iterrows():
-            lines.append(f"**{name}** · `{r['node']}` ends {r['kind']} (conversation {r['conversations']})")
+            lines.append(f"**{name}** · `{r['node']}` ends the {r['phase']} of {_convs(r['conversations'])} "
+                         f"({(r['end_s'] - r['start_s']) * 1e3:,.2f} ms).")
     return lines
+
+
+def caption(lines: list[str]) -> str:
+    """One short plain-words caption of an event (its first start, else its first end)."""
+    starts = [line for line in lines if " starts the " in line]
+    return (starts or lines or ["Nothing starts or ends exactly here."])[0].replace("**", "")
 
 
 def kv_bytes_per_token(model: str) -> int:

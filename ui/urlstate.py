@@ -108,6 +108,11 @@ def validate_extra(c: Control, raw: str) -> tuple[Any, str | None]:
             return raw, None
         return c.default, (f"`{c.key}`: {short(raw)!r} is not allowed; must be one of "
                            f"{', '.join(map(str, c.choices()))}; using default {c.default}.")
+    if c.kind == "text":
+        cap = int(c.hi or 4000)
+        if len(raw) > cap:
+            return raw[:cap], f"`{c.key}`: {len(raw)} characters exceed the cap of {cap}; cut."
+        return raw, None
     if c.kind == "toggle":
         if raw in ("true", "false"):
             return raw == "true", None

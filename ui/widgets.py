@@ -11,8 +11,8 @@ from ppd_core.model import feasibility
 from ppd_core.config.layout import LAYOUT_CATEGORY
 from ppd_core.config.scenario import SPEC, Scenario, parse_lenient, render_value
 
-from . import urlstate
-from .controls import ADVANCED, GROUPS, Control, clamp_to_widget, controls_for, link_presets, to_widget
+from . import exports, urlstate
+from .controls import Control, advanced_for, groups_for, clamp_to_widget, controls_for, link_presets, to_widget
 
 SIZE_KEYS = ("conversations", "turns", "qps", "arrival_window_s")
 
@@ -97,7 +97,7 @@ def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bo
     flash = list(st.session_state.pop("_flash", None) or [])
     sb = st.sidebar
     infeasible_slot = None
-    for title, keys in GROUPS:
+    for title, keys in groups_for(page):
         sb.markdown(f"**{title}**")
         for k in keys:
             render_control(ctrls[k], sb)
@@ -115,12 +115,12 @@ def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bo
                 if cat:
                     sb.caption(f"Paper category: {cat}")
     with sb.expander("Advanced", expanded=False):
-        for k in ADVANCED:
+        for k in advanced_for(page):
             render_control(ctrls[k], st)
     values = {k: st.session_state.get(k) for k in ctrls}     # the SLO lists are text; the Scenario parses them
     sc, problems = parse_lenient(values)
     st.session_state["_good"] = {k: to_widget(c, getattr(sc, k)) for k, c in ctrls.items()}
-    urlstate.write(page, sc, extras)
+    _remember_context(page, sc, urlstate.write(page, sc, extras))
     msg = feasibility_note(sc, infeasible_slot.container() if infeasible_slot is not None else None)
     warns = _dedupe(flash + list(arrival.warnings) + [f"`{p.key}`: {urlstate.problem_text(p)}" for p in problems])
     return PageState(sc, tuple(warns), msg)
@@ -134,14 +134,20 @@ def carry_scenario(page: str, extras: Sequence[Control] = ()) -> PageState:
     if arrival.external:
         st.session_state["_carried"] = arrival.scenario
     sc = st.session_state.get("_carried") or Scenario()
-    urlstate.write(page, sc, extras)
+    _remember_context(page, sc, urlstate.write(page, sc, extras))
     return PageState(sc, arrival.warnings)
+
+
+def _remember_context(page: str, sc: Scenario, query: dict) -> str:
+    """The scenario's short description and share link, for the footers of exported charts."""
+    url = urlstate.link("" if page == "explore" else page, query)
+    st.session_state["_context"] = f"{exports.describe(sc)}\n{url}"
+    return url
 
 
 def sync(page: str, sc: Scenario, extras: Sequence[Control] = ()) -> str:
     """After the page-only controls rendered: the address bar follows them. Returns the share link."""
-    query = urlstate.write(page, sc, extras)
-    return urlstate.link("" if page == "explore" else page, query)
+    return _remember_context(page, sc, urlstate.write(page, sc, extras))
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -190,6 +196,8 @@ def render_extra(ctrl: Control, where: Any = st) -> Any:
         return where.radio(ctrl.label, opts, index=opts.index(ctrl.default), horizontal=True, **kw)
     if ctrl.kind == "toggle":
         return where.toggle(ctrl.label, value=ctrl.default, **kw)
+    if ctrl.kind == "text":
+        return where.text_input(ctrl.label, value=ctrl.default, max_chars=int(ctrl.hi or 4000), **kw)
     if ctrl.kind == "number":
         return where.number_input(ctrl.label, min_value=ctrl.lo, max_value=ctrl.hi, value=ctrl.default,
                                   step=ctrl.step, **kw)
@@ -202,7 +210,7 @@ def render_extra(ctrl: Control, where: Any = st) -> Any:
 
 
 def move_step(delta: int, n_events: int) -> None:
-    cur = int(st.session_state.get("learn_step", n_events - 1))
+    cur = int(st.session_state.get("learn_step", 0))
     st.session_state["learn_step"] = min(max(cur + delta, 0), max(n_events - 1, 0))
 
 
@@ -227,3 +235,44 @@ def sample_warnings(summaries: Mapping[str, dict]) -> None:
         ws = summary.get("warnings") or []
         if ws:
             st.warning(f"{name}: " + "; ".join(ws), icon="⚠️")
+
+
+def verdict_box(summaries: dict, layouts: dict, present: bool = False) -> str:
+    """The verdict sentence (``ui.verdict``), large, in a bordered box; returns its text."""
+    import html
+
+    from .verdict import sentence
+    text = sentence(summaries, layouts)
+    size = "1.9rem" if present else "1.15rem"
+    with st.container(border=True):
+        st.markdown(f'<div id="ppd-verdict" style="font-size:{size};line-height:1.4">{html.escape(text)}</div>',
+                    unsafe_allow_html=True)
+    return text
+
+
+def preset_links(active: Any = None) -> None:
+    """One link per teaching preset (``ui.presets``): a click opens its scenario; the link is shareable."""
+    from .presets import PRESETS
+    st.markdown("**Presets that teach** — one click each; the address bar is then the preset's share link:")
+    cols = st.columns(len(PRESETS))
+    for col, p in zip(cols, PRESETS):
+        col.page_link("pages/explore.py", label=p.title, query_params=p.query(), help=p.look_at,
+                      icon=":material/check_circle:" if active is p else ":material/school:")
+
+
+def run_status(sc: Scenario, summaries: Mapping[str, dict]) -> None:
+    """What the numbers on screen rest on: a saturated system (with the resource that saturated), weights
+    that cannot act in this scenario, and figures resting on fewer than 100 requests."""
+    from ppd_core.analysis.weights import policy_can_act
+    for name, summary in summaries.items():
+        sat = summary.get("saturation") or {}
+        if sat.get("saturated"):
+            where = sat.get("resource") or "a resource"
+            st.warning(f"**{name} is saturated** ({where}): offered {sat.get('offered_qps', float('nan')):.2f} "
+                       f"conv/s, served {sat.get('served_qps', float('nan')):.2f}; {sat.get('evidence', '')}. "
+                       "A finite run at overload never reaches steady state: its numbers grow with the run "
+                       "length.", icon=":material/speed:")
+    can, why = policy_can_act(sc)
+    if not can:
+        st.caption(f"The SLO weights do nothing here: {why}.")
+    sample_warnings(summaries)

@@ -33,7 +33,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.handler(args)
+        rc = args.handler(args)
+        sys.stdout.flush()          # a closed pipe shows here, not at interpreter exit
+        return rc
+    except BrokenPipeError:         # `... | head`: the reader left; end quietly (Python docs' recipe)
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except PPDError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

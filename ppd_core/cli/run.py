@@ -9,10 +9,31 @@ from .common import add_trace_args, cli_trace
 NAME = "run"
 
 
+SYSTEMS = ("PPD", "PD", "Replica")
+
+
+def keys_epilog() -> str:
+    """Every scenario key with its default, unit and allowed range (``run --help``)."""
+    from ..config.scenario import SPEC, render_value
+    lines = ["scenario keys (KEY=VALUE; defaults are used for keys not given):"]
+    for k, spec in SPEC.items():
+        unit = f" {spec.unit}" if spec.unit else ""
+        lines.append(f"  {k} = {render_value(spec.default)}{unit}   ({spec.allowed()})")
+    lines.append("a page link of the dashboard works too; its page-only keys (e.g. learn_step, present) are "
+                 "ignored with a one-line note")
+    return "\n".join(lines)
+
+
 def add_parser(sub) -> None:
-    r = sub.add_parser("run", help="simulate one scenario")
-    r.add_argument("pairs", nargs="*", help="KEY=VALUE pairs or a whole shared URL")
+    import argparse
+    r = sub.add_parser("run", help="simulate one scenario", epilog=keys_epilog(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("pairs", nargs="*", help="KEY=VALUE pairs or a whole shared URL (of any page)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--baselines", action="store_true",
+                   help="also run PD (x = 0, pD -> D) and Replica on the same GPUs and print the three side by "
+                        "side, as the Explore page does (with --json: {\"systems\": {\"PPD\": ..., \"PD\": ..., "
+                        "\"Replica\": ...}})")
     r.add_argument("--records", metavar="CSV", help="also write per-request records to this CSV file")
     add_trace_args(r, "replay a trace file (ShareGPT JSON, Mooncake JSONL, CSV); qps scales a timestamped "
                       "trace's own rate")
@@ -48,16 +69,61 @@ def format_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+def format_baselines(summaries: dict) -> str:
+    """PPD, PD and Replica side by side: one row per figure, one column per system."""
+    def row(label: str, fn, fmt) -> str:
+        cells = []
+        for name in summaries:
+            try:
+                v = fn(summaries[name])
+            except (KeyError, TypeError):
+                v = None
+            cells.append("-" if v is None else fmt(v))
+        return f"{label:<24}" + "".join(f"{c:>16}" for c in cells)
+    ms = "{:,.1f}".format
+    pct = "{:.1%}".format
+    head = f"{'':<24}" + "".join(f"{n + ' ' + s['scenario']['layout']:>16}" for n, s in summaries.items())
+    t2 = lambda s: s["groups"]["turn2plus"]       # noqa: E731
+    lines = [head,
+             row("Turn 2+ TTFT mean (ms)", lambda s: t2(s)["ttft_ms"]["mean"], ms),
+             row("Turn 2+ TTFT p90 (ms)", lambda s: t2(s)["ttft_ms"]["p90"], ms),
+             row("Turn 2+ TPOT mean (ms)", lambda s: t2(s)["tpot_ms"]["mean"], ms),
+             row("Turn 2+ E2E mean (ms)", lambda s: t2(s)["e2e_ms"]["mean"], ms),
+             row("Turn 1 TTFT mean (ms)", lambda s: s["groups"]["turn1"]["ttft_ms"]["mean"], ms),
+             row("local share", lambda s: s["local_share"], pct),
+             row("success rate", lambda s: s["success_rate"], pct),
+             row("tokens/s", lambda s: s["throughput"]["tokens_per_s"], "{:,.0f}".format),
+             row("KV moved (GB)", lambda s: s["kv"]["bytes"] / 1e9, "{:,.2f}".format)]
+    for k in next(iter(summaries.values())).get("slo_attainment", {}):
+        lines.append(row(f"SLO {k}", lambda s, k=k: s["slo_attainment"][k], pct))
+    return "\n".join(lines)
+
+
 def handle(args) -> int:
     from ..analysis.runs import run
-    from ..config.scenario import parse
-    sc = parse(args.pairs)
+    from ..config.page_keys import parse_link
+    from ..config.scenario import baselines
+    sc, dropped = parse_link(args.pairs)
+    if dropped:
+        print(f"note: page-only keys ignored: {', '.join(dropped)}", file=sys.stderr)
     trace = cli_trace(args, [sc.qps], sys.stderr)
     if trace is not None:
         from ..workloads.traces import assign_arrivals
         trace = assign_arrivals(trace, sc.qps, sc.seed)
         if sc.workload != "trace":
             sc = sc.with_(workload="trace")
+    if args.baselines:
+        results = {name: run(s, trace) for name, s in baselines(sc).items()}
+        if args.json:
+            print(json.dumps({"systems": {name: r.summary for name, r in results.items()}}))
+        else:
+            print(format_summary(results["PPD"].summary) + "\n\nPPD against its baselines (same GPUs):\n"
+                  + format_baselines({name: r.summary for name, r in results.items()}))
+        if args.records:
+            import pandas as pd
+            pd.concat([r.records.assign(system=name) for name, r in results.items()],
+                      ignore_index=True).to_csv(args.records, index=False)
+        return 0
     res = run(sc, trace)
     if args.json:
         print(json.dumps(res.summary))

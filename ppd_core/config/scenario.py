@@ -231,6 +231,9 @@ def _pairs_from(source: Any) -> list[tuple[str, Any]]:
     return pairs
 
 
+query_pairs = _pairs_from     # public name: the (key, value) pairs of a link, an argument list or a mapping
+
+
 def parse(source: str | Mapping[str, Any] | Iterable[str]) -> Scenario:
     """Strict parse: the first bad key raises ``ScenarioError``. Repeated keys: the last one wins."""
     values: dict[str, Any] = {}
