@@ -97,8 +97,8 @@ def _c(key: str, label: str, kind: str, **kw: Any) -> Control:
 def _scenario_controls() -> dict[str, Control]:
     """Every scenario key's control on the Explore and Sweep pages (Learn overrides ``conversations``)."""
     ctrls = (
-        _c("w_ttft", "w_ttft: weight of TTFT gain", "slider", lo=0.0, hi=10.0, step=0.1, fmt="%.1f"),
-        _c("w_tpot", "w_tpot: weight of TPOT loss", "slider", lo=0.0, hi=10.0, step=0.1, fmt="%.1f"),
+        _c("w_ttft", "w_ttft: weight of TTFT gain", "slider", lo=0.0, hi=100.0, step=0.1, fmt="%.1f"),
+        _c("w_tpot", "w_tpot: weight of TPOT loss", "slider", lo=0.0, hi=100.0, step=0.1, fmt="%.1f"),
         _c("qps", "Load: conversation arrival rate", "slider", lo=0.1, hi=50.0, step=0.1, fmt="%.1f"),
         _c("bandwidth_gbps", "KV-transfer bandwidth", "slider", lo=1.0, hi=400.0, step=0.5, fmt="%.1f"),
         _c("gpu", "GPU type", "select", options=SPEC["gpu"].choice_list()),

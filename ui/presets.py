@@ -88,12 +88,13 @@ PRESETS: tuple[Preset, ...] = (
            (Claim("ttft", _p("PD", bandwidth_gbps="150"), _p("PD"), 1 / 1.5),
             Claim("ttft", _p("PPD"), _p("PPD", bandwidth_gbps="150"), 1.1))),
     Preset("weights", "Prefill-heavy: the weights matter",
-           {"conversations": "300", "layout": "2P_2D", "workload": "large_huge_paste", "w_tpot": "5"},
-           "The local share: at w_tpot = 5 Eq.1 sends Turn 2+ back to P; at w_tpot = 1 it serves them locally.",
+           {"conversations": "300", "layout": "2P_2D", "workload": "large_huge_paste", "w_tpot": "100"},
+           "The local share: at w_tpot = 100 Eq.1 sends most Turn 2+ back to P; at w_tpot = 1 it serves them "
+           "locally.",
            "Long pastes make an append-prefill on a D node slow down its co-batched decodes; a large w_tpot "
            "says that TPOT loss is not worth the TTFT gain (Eq.1: S = w_ttft·ΔTTFT − w_tpot·ΔTPOT).",
            (Claim("local", _p("PPD"), _p("PPD", w_tpot="1"), 0.5),)),
-    Preset("overload", "Overload", {"conversations": "400", "client_concurrency": "0", "qps": "30"},
+    Preset("overload", "Overload", {"conversations": "400", "qps": "30"},
            "PD's Turn 2+ TTFT: its two P nodes prefill every turn and saturate first.",
            "Open-loop arrivals at 30 conversations/s: PD queues every turn at P; PPD and the replicas spread "
            "Turn 2+ over the decode nodes.",

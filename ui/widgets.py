@@ -268,10 +268,9 @@ def run_status(sc: Scenario, summaries: Mapping[str, dict]) -> None:
         sat = summary.get("saturation") or {}
         if sat.get("saturated"):
             where = sat.get("resource") or "a resource"
-            st.warning(f"**{name} is saturated** ({where}): offered {sat.get('offered_qps', float('nan')):.2f} "
-                       f"conv/s, served {sat.get('served_qps', float('nan')):.2f}; {sat.get('evidence', '')}. "
-                       "A finite run at overload never reaches steady state: its numbers grow with the run "
-                       "length.", icon=":material/speed:")
+            st.warning(f"**{name} is saturated** ({where}): {sat.get('evidence', '')}. A finite run at "
+                       "overload never reaches steady state: its numbers grow with the run length.",
+                       icon=":material/speed:")
     can, why = policy_can_act(sc)
     if not can:
         st.caption(f"The SLO weights do nothing here: {why}.")
