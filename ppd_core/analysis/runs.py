@@ -6,7 +6,6 @@ from ..config.scenario import Scenario
 from ..metrics.result import RunResult, simulate_scenario
 from ..model.params import PerfParams
 from ..workloads.conversation import Conversation
-from .table import table_for
 
 
 def run(sc: Scenario, trace: tuple[Conversation, ...] | None = None, *, record_spans: bool = False,
@@ -14,5 +13,8 @@ def run(sc: Scenario, trace: tuple[Conversation, ...] | None = None, *, record_s
     """Simulate one scenario. ``trace``: conversations for ``workload=trace``. ``exact``: advance decode one
     step per event (the slow oracle used by tests). ``params``: override the calibrated latency model (the
     decision table of ``dynamic-table`` is then built with them too)."""
-    table = table_for(sc, params) if sc.policy == "dynamic-table" else None
+    table = None
+    if sc.policy == "dynamic-table":
+        from .table import table_for       # the sweep machinery, imported only when a table is needed
+        table = table_for(sc, params)
     return simulate_scenario(sc, trace, record_spans=record_spans, exact=exact, params=params, table=table)

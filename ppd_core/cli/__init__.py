@@ -7,27 +7,31 @@ Bad input never prints a traceback: one line naming the input and what is allowe
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import Sequence
 
 from ..config.errors import PPDError
-from . import advise, bench, calibrate, goodput, paper, run, sweep, validate
 from .common import Parser
 
-COMMANDS = (run, bench, sweep, goodput, calibrate, validate, paper, advise)   # in the order `--help` lists them
+# in the order `--help` lists them; a command's module is imported only when it runs or `--help` lists them all
+COMMANDS = ("run", "bench", "sweep", "goodput", "calibrate", "validate", "paper", "advise")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of command ``only`` alone (so ``run`` imports nothing of ``paper``)."""
     p = Parser(prog="python -m ppd_core", description="PPD Explorer simulator")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
-    for cmd in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
+        cmd = importlib.import_module(f".{name}", __name__)
         cmd.add_parser(sub)
         sub.choices[cmd.NAME].set_defaults(handler=cmd.handle)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()

@@ -5,8 +5,6 @@ import argparse
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from ..analysis.executors import EXECUTORS
-from ..analysis.pool import MAX_WORKERS
 from ..config.errors import ScenarioError
 from ..workloads.conversation import Conversation
 from ..workloads.trace_common import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
@@ -18,6 +16,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_executor_args(p) -> None:
+    from ..analysis.executors import EXECUTORS
+    from ..analysis.pool import MAX_WORKERS
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local: a process pool on this machine; dask: a Dask cluster (see --scheduler)")
     p.add_argument("--scheduler", metavar="ADDRESS",

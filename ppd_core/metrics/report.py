@@ -20,14 +20,17 @@ Definitions (the PPD benchmark's, used everywhere in this project):
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..model.extrapolation import extrapolation_notes
 from ..sim.request import OK, PD
+from .columns import Columns, as_columns, frame, rows_frame
 from .saturation import saturation
 
+if TYPE_CHECKING:
+    import pandas as pd
 
 RECORD_COLUMNS = ("conversation", "turn", "path", "prefill_node", "decode_node", "arrival_s", "first_token_s",
                   "finish_s", "new_input_tokens", "prompt_tokens", "cached_tokens", "prefill_tokens",
@@ -40,6 +43,12 @@ EST_COLUMNS = (("est_ttft_local_ms", "ttft_local", 1e3), ("est_ttft_pd_ms", "ttf
 
 
 def records(sim) -> pd.DataFrame:
+    """The per-request records as a DataFrame (imports pandas; ``record_columns`` does not)."""
+    return frame(record_columns(sim), RECORD_COLUMNS)
+
+
+def record_columns(sim) -> Columns:
+    """The per-request records as numpy columns (``RECORD_COLUMNS``), sorted by (conversation, turn)."""
     names = [n.name for n in sim.nodes]
     reqs = sorted(sim.requests, key=lambda r: (r.conv, r.turn))
     ok = np.array([r.status == OK for r in reqs], dtype=bool)
@@ -53,12 +62,12 @@ def records(sim) -> pd.DataFrame:
     wait = np.array([(r.sent - r.created) * 1e3 if r.path else math.nan for r in reqs], dtype=float)
     est = {col: np.array([r.est[key] * f if r.est is not None else math.nan for r in reqs], dtype=float)
            for col, key, f in EST_COLUMNS}
-    return pd.DataFrame({
+    return {
         "conversation": np.array([r.conv for r in reqs], dtype=np.int64),
         "turn": np.array([r.turn for r in reqs], dtype=np.int64),
-        "path": [r.path or "none" for r in reqs],
-        "prefill_node": [names[r.prefill_node] if r.prefill_node >= 0 else "" for r in reqs],
-        "decode_node": [names[r.decode_node] if r.decode_node >= 0 else "" for r in reqs],
+        "path": np.array([r.path or "none" for r in reqs], dtype=object),
+        "prefill_node": np.array([names[r.prefill_node] if r.prefill_node >= 0 else "" for r in reqs], dtype=object),
+        "decode_node": np.array([names[r.decode_node] if r.decode_node >= 0 else "" for r in reqs], dtype=object),
         "arrival_s": np.array([r.created for r in reqs], dtype=float),   # made by the client
         "first_token_s": np.where(first >= 0, first, np.nan),
         "finish_s": np.where(fin >= 0, fin, np.nan),
@@ -69,9 +78,9 @@ def records(sim) -> pd.DataFrame:
         "output_tokens": out,
         "kv_bytes": np.array([r.kv_bytes for r in reqs], dtype=np.int64),
         "preemptions": np.array([r.preemptions for r in reqs], dtype=np.int64),
-        "status": [r.status for r in reqs],
+        "status": np.array([r.status for r in reqs], dtype=object),
         "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e, "client_wait_ms": wait, **est,
-    }, columns=list(RECORD_COLUMNS))
+    }
 
 
 def client_clock(df: pd.DataFrame) -> pd.DataFrame:
@@ -97,42 +106,44 @@ def _r(x: float) -> float:
     return float(f"{float(x):.6g}")
 
 
-def groups(df: pd.DataFrame) -> dict:
+def groups(df: pd.DataFrame | Columns) -> dict:
     """TTFT / TPOT / E2E / client-wait statistics of the successful requests by turn group."""
-    ok = df["status"].to_numpy() == OK
-    turn = df["turn"].to_numpy()
+    cols = as_columns(df)
+    ok = cols["status"] == OK
+    turn = cols["turn"]
     out = {}
-    for name, mask in (("turn1", turn == 1), ("turn2plus", turn >= 2), ("all", np.ones(len(df), bool))):
+    for name, mask in (("turn1", turn == 1), ("turn2plus", turn >= 2), ("all", np.ones(turn.size, bool))):
         m = mask & ok
         out[name] = {"count": int(m.sum()),
-                     "ttft_ms": _stats(df["ttft_ms"].to_numpy()[m]),
-                     "tpot_ms": _stats(df["tpot_ms"].to_numpy()[m]),
-                     "e2e_ms": _stats(df["e2e_ms"].to_numpy()[m]),
-                     "client_wait_ms": _stats(df["client_wait_ms"].to_numpy()[m])}
+                     "ttft_ms": _stats(cols["ttft_ms"][m]),
+                     "tpot_ms": _stats(cols["tpot_ms"][m]),
+                     "e2e_ms": _stats(cols["e2e_ms"][m]),
+                     "client_wait_ms": _stats(cols["client_wait_ms"][m])}
     return out
 
 
-def summary(sim, df: pd.DataFrame) -> dict:
+def summary(sim, df: pd.DataFrame | Columns) -> dict:
     sc = sim.sc
-    ok = df["status"].to_numpy() == OK
-    turn = df["turn"].to_numpy()
-    groups_ = groups(df)
+    cols = as_columns(df)
+    ok = cols["status"] == OK
+    turn = cols["turn"]
+    groups_ = groups(cols)
     t2 = (turn >= 2) & ok
     slo = {}
     for thr in sc.slo_ttft_ms:
-        slo[f"ttft_{slo_label(thr)}ms"] = _share(df["ttft_ms"].to_numpy()[t2] <= thr)
+        slo[f"ttft_{slo_label(thr)}ms"] = _share(cols["ttft_ms"][t2] <= thr)
     for thr in sc.slo_tpot_ms:
-        tp = df["tpot_ms"].to_numpy()[t2]
+        tp = cols["tpot_ms"][t2]
         slo[f"tpot_{slo_label(thr)}ms"] = _share(tp[~np.isnan(tp)] <= thr)
-    attempted = len(df)
-    start = float(df["arrival_s"].min()) if attempted else 0.0
-    end = float(np.nanmax(df["finish_s"].to_numpy())) if ok.any() else start
+    attempted = turn.size
+    start = float(cols["arrival_s"].min()) if attempted else 0.0
+    end = float(np.nanmax(cols["finish_s"])) if ok.any() else start
     duration = max(end - start, 1e-9)
-    tokens = int(df["output_tokens"].to_numpy()[ok].sum())
+    tokens = int(cols["output_tokens"][ok].sum())
     p_egress = max(len(sim.p_nodes), 1) * sim.fabric.bw
-    moved = int(df["kv_bytes"].sum())
+    moved = int(cols["kv_bytes"].sum())
     t2_all = turn >= 2
-    paths = df["path"].to_numpy()
+    paths = cols["path"]
     local = float(np.mean(paths[t2_all] != PD)) if t2_all.any() else 0.0
     return {
         "scenario": sc.to_dict(),
@@ -141,11 +152,11 @@ def summary(sim, df: pd.DataFrame) -> dict:
         "slo_attainment": slo,
         "success_rate": _r(ok.mean()) if attempted else 0.0,
         "throughput": {"requests_per_s": _r(ok.sum() / duration), "tokens_per_s": _r(tokens / duration)},
-        "kv": {"bytes": moved, "transfers": int((df["kv_bytes"].to_numpy() > 0).sum()),
+        "kv": {"bytes": moved, "transfers": int((cols["kv_bytes"] > 0).sum()),
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
         "local_share": _r(local),
-        "slo_joint": slo_joint(df, sc.slo_ttft_ms[0], sc.slo_tpot_ms[0]),
-        "saturation": saturation(sim, df),
+        "slo_joint": slo_joint(cols, sc.slo_ttft_ms[0], sc.slo_tpot_ms[0]),
+        "saturation": saturation(sim, cols),
         "preemptions": int(sum(n.preemptions for n in sim.nodes)),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
         # constants carried over outside the measured pair (H100-SXM + Llama-3.1-8B, tp 1): [] when measured
@@ -164,13 +175,14 @@ def sample_warnings(groups: dict, min_n: int = MIN_SAMPLE) -> list[str]:
             for name, d in groups.items() if d["count"] < min_n]
 
 
-def slo_joint(df: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> dict:
+def slo_joint(df: pd.DataFrame | Columns, ttft_ms: float, tpot_ms: float) -> dict:
     """Goodput's test (DistServe): the share of *attempted* Turn 2+ requests that succeeded and met both the
     TTFT and the TPOT SLO (a failed request meets neither), with each condition's own share."""
-    t2 = df["turn"].to_numpy() >= 2
-    ok = df["status"].to_numpy()[t2] == OK
-    ttft = df["ttft_ms"].to_numpy()[t2]
-    tpot = df["tpot_ms"].to_numpy()[t2]
+    cols = as_columns(df)
+    t2 = cols["turn"] >= 2
+    ok = cols["status"][t2] == OK
+    ttft = cols["ttft_ms"][t2]
+    tpot = cols["tpot_ms"][t2]
     t_ok = ok & (ttft <= ttft_ms)
     p_ok = ok & (np.isnan(tpot) | (tpot <= tpot_ms))    # one-token answers have no TPOT: they meet it
     n = int(t2.sum())
@@ -189,21 +201,29 @@ def _share(mask: np.ndarray) -> float:
 
 
 def node_table(sim) -> pd.DataFrame:
+    return frame(node_columns(sim))
+
+
+def node_columns(sim) -> dict[str, list]:
+    """One entry per node: name, role, busy share of the run, iterations, KV capacity in tokens."""
     duration = max(sim.now, 1e-9)
-    return pd.DataFrame({
+    return {
         "node": [n.name for n in sim.nodes],
         "role": [n.role for n in sim.nodes],
         "utilization": [min(n.busy_time / duration, 1.0) for n in sim.nodes],
         "iterations": [n.iterations for n in sim.nodes],
         "kv_capacity_tokens": [n.capacity for n in sim.nodes],
-        "preemptions": [n.preemptions for n in sim.nodes],
-    })
+        "preemptions": np.array([n.preemptions for n in sim.nodes], dtype=np.int64),
+    }
+
+
+SPAN_COLUMNS = ("node", "role", "start_s", "end_s", "kind", "conversations")
 
 
 def spans(sim) -> pd.DataFrame | None:
     if sim.spans is None:
         return None
-    return pd.DataFrame(sim.spans, columns=["node", "role", "start_s", "end_s", "kind", "conversations"])
+    return rows_frame(sim.spans, SPAN_COLUMNS)
 
 
 def is_finite_summary(s: dict) -> bool:

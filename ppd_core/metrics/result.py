@@ -7,8 +7,7 @@ cache). ``ppd_core.run`` is the front door that also builds a missing decision t
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .. import workloads as wl
 from ..config.errors import ScenarioError
@@ -17,15 +16,22 @@ from ..model import PerfParams, for_scenario
 from ..sim.decision_table import DecisionTable
 from ..sim.engine import simulate
 from . import report
+from .columns import Deferred, LazyTable, frame, rows_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
 class RunResult:
+    """One run: its scenario, its summary (a dict, computed without pandas) and its tables. ``records`` (one
+    row per request, ``report.RECORD_COLUMNS``), ``nodes`` and ``spans`` (None unless recorded) are DataFrames
+    built on first access: a DataFrame, or a ``columns.Deferred`` one, may be passed for each."""
     scenario: Scenario
     summary: dict
-    records: pd.DataFrame
-    nodes: pd.DataFrame
-    spans: pd.DataFrame | None
+    records: pd.DataFrame = LazyTable()
+    nodes: pd.DataFrame = LazyTable()
+    spans: pd.DataFrame | None = LazyTable()
 
 
 def simulate_scenario(sc: Scenario, trace: tuple[wl.Conversation, ...] | None = None, *,
@@ -42,5 +48,7 @@ def simulate_scenario(sc: Scenario, trace: tuple[wl.Conversation, ...] | None = 
                                      f"tp={sc.tp} x {pm.gpu.memory_gb:g} GB x gpu_mem_util={sc.gpu_mem_util:g}; "
                                      "raise tp or pick a larger GPU")
     sim = simulate(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
-    df = report.records(sim)
-    return RunResult(sc, report.summary(sim, df), df, report.node_table(sim), report.spans(sim))
+    cols = report.record_columns(sim)
+    spans = None if sim.spans is None else Deferred(rows_frame, (sim.spans, report.SPAN_COLUMNS))
+    return RunResult(sc, report.summary(sim, cols), Deferred(frame, (cols, report.RECORD_COLUMNS)),
+                     Deferred(frame, (report.node_columns(sim),)), spans)

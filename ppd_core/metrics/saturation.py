@@ -20,10 +20,15 @@ second half, else D decode (the decode-capable nodes: D, pD, R).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..sim.request import OK
+from .columns import Columns, as_columns, group_reduce
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SAMPLES = 64
 BUSY = 0.8
@@ -43,13 +48,13 @@ def busy_fractions(sim) -> dict[str, float]:
             "link": _r(min(sim.fabric.busy_time / dur, 1.0))}
 
 
-def _kv_demand(sim, df: pd.DataFrame, ts: np.ndarray) -> float:
+def _kv_demand(sim, df: Columns, ts: np.ndarray) -> float:
     """Highest share, over the decode-capable nodes, of the sample instants ``ts`` at which the KV its
     requests in the system need (prompt + output each) is at least 95 % of the node's KV capacity."""
-    made = df["arrival_s"].to_numpy()
-    fin = np.nan_to_num(df["finish_s"].to_numpy(), nan=np.inf)
-    need = (df["prompt_tokens"] + df["output_tokens"]).to_numpy()
-    where = df["decode_node"].to_numpy()
+    made = df["arrival_s"]
+    fin = np.nan_to_num(df["finish_s"], nan=np.inf)
+    need = df["prompt_tokens"] + df["output_tokens"]
+    where = df["decode_node"]
     worst = 0.0
     for n in sim.nodes:
         if n.role == "P":
@@ -62,9 +67,10 @@ def _kv_demand(sim, df: pd.DataFrame, ts: np.ndarray) -> float:
     return worst
 
 
-def saturation(sim, df: pd.DataFrame) -> dict:
-    made = df["arrival_s"].to_numpy()
-    turn1 = made[df["turn"].to_numpy() == 1]
+def saturation(sim, df: pd.DataFrame | Columns) -> dict:
+    df = as_columns(df)
+    made = df["arrival_s"]
+    turn1 = made[df["turn"] == 1]
     busy = busy_fractions(sim)
     if turn1.size < 2 or turn1.max() <= turn1.min():
         return {"saturated": False, "offered_qps": 0.0, "served_qps": 0.0, "resource": None,
@@ -72,7 +78,7 @@ def saturation(sim, df: pd.DataFrame) -> dict:
     t0, t1 = float(turn1.min()), float(turn1.max())
     w0 = t0 + WARMUP * (t1 - t0)            # the first part of the window fills the system: left out
     mid = 0.5 * (w0 + t1)
-    fin = df["finish_s"].to_numpy()
+    fin = df["finish_s"]
     fin_sorted = np.sort(np.where(np.isnan(fin), np.inf, fin))
     made_sorted = np.sort(made)
 
@@ -81,30 +87,29 @@ def saturation(sim, df: pd.DataFrame) -> dict:
         return float(np.mean(np.searchsorted(made_sorted, ts, "right") - np.searchsorted(fin_sorted, ts, "right")))
 
     q1, q2 = in_system(w0, mid), in_system(mid, t1)
-    ok = df["status"].to_numpy() == OK
-    ttft = df["ttft_ms"].to_numpy()
-    wait = np.nan_to_num(df["client_wait_ms"].to_numpy(), nan=0.0)
+    ok = df["status"] == OK
+    ttft = df["ttft_ms"]
+    wait = np.nan_to_num(df["client_wait_ms"], nan=0.0)
     first, second = ok & (made >= w0) & (made < mid), ok & (made >= mid) & (made <= t1)
 
     def med(x, m):
         return float(np.median(x[m])) if m.any() else float("nan")
     m1, m2 = med(ttft, first), med(ttft, second)
-    t1st = df["turn"].to_numpy() == 1
+    t1st = df["turn"] == 1
     c1, c2 = med(wait, first & t1st), med(wait, second & t1st)
     # conversations: arrival, end (last request's final time) and lifetime
-    conv = df["conversation"].to_numpy()
-    last = pd.Series(np.nan_to_num(fin, nan=np.inf)).groupby(conv).max()
-    start = pd.Series(made).groupby(conv).min()
-    life = (last - start).to_numpy()
-    arr = start.to_numpy()
+    conv = df["conversation"]
+    last = group_reduce(conv, np.nan_to_num(fin, nan=np.inf), np.maximum)
+    arr = group_reduce(conv, made, np.minimum)
+    life = last - arr
     # a conversation's lifetime per token it generated: comparable across conversations of any length
-    per_tok = life / np.maximum(df["output_tokens"].groupby(conv).sum().to_numpy(), 1)
+    per_tok = life / np.maximum(group_reduce(conv, df["output_tokens"], np.add), 1)
     l1 = med(life, (arr >= w0) & (arr < mid))
     k1, k2 = med(per_tok, (arr >= w0) & (arr < mid)), med(per_tok, arr >= mid)
     offered = turn1.size / (t1 - t0)
     # served: in a steady state conversations end at the pace they arrive, one lifetime later: count the ends in
     # the window shifted by the first half's median lifetime
-    ends = last.to_numpy()
+    ends = last
     n_in = int(np.sum((arr >= w0) & (arr <= t1)))
     judged = n_in >= 50 and np.isfinite(l1)
     if judged:

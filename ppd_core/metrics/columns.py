@@ -1,0 +1,76 @@
+"""A run's tables as numpy columns, and their conversion to pandas only when someone asks for a DataFrame.
+
+The summary of a run is computed from ``Columns`` (a dict of column name -> numpy array, strings as object
+arrays) so ``import ppd_core`` and ``python -m ppd_core run --json`` never import pandas (~0.35 s, and it
+brings pyarrow). ``frame`` builds the DataFrame (importing pandas there); ``Deferred`` + ``LazyTable`` let
+``RunResult.records`` / ``.nodes`` / ``.spans`` build theirs on first access and keep it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Columns = dict[str, np.ndarray]
+
+
+def as_columns(table: pd.DataFrame | Columns) -> Columns:
+    """``table`` as numpy columns: a ``Columns`` dict as it is, a DataFrame column by column (``to_numpy``)."""
+    if isinstance(table, dict):
+        return table
+    return {c: table[c].to_numpy() for c in table.columns}
+
+
+def frame(cols: Columns | dict[str, list], order: Sequence[str] | None = None) -> pd.DataFrame:
+    """The DataFrame of ``cols`` (columns in ``order``, default: the dict's)."""
+    import pandas as pd
+    return pd.DataFrame(cols, columns=list(order) if order is not None else None)
+
+
+def rows_frame(rows: list[tuple], order: Sequence[str]) -> pd.DataFrame:
+    """The DataFrame of a list of row tuples with the column names ``order``."""
+    import pandas as pd
+    return pd.DataFrame(rows, columns=list(order))
+
+
+def group_reduce(keys: np.ndarray, values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """``ufunc`` (np.maximum, np.minimum, np.add) over the values of each distinct key, in ascending key order
+    (what ``pd.Series(values).groupby(keys).max()`` etc. give). Exact for max/min and integer sums; a float sum
+    may differ from pandas' in the last bits. Empty ``keys``: an empty array."""
+    if keys.size == 0:
+        return values[:0]
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    return ufunc.reduceat(values[order], starts)
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A table not built yet: ``build(*args)`` makes it on first access (see ``LazyTable``)."""
+    build: Callable[..., Any]
+    args: tuple
+
+
+class LazyTable:
+    """A data descriptor for a field of a frozen dataclass: it holds a table or a ``Deferred`` one, which is
+    built on first read and kept (so pandas is imported only when a DataFrame is actually read)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:                     # no class-level default: the dataclass field stays required
+            raise AttributeError(self.key[1:])
+        value = obj.__dict__[self.key]
+        if isinstance(value, Deferred):
+            value = value.build(*value.args)
+            obj.__dict__[self.key] = value
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.key] = value
