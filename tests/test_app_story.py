@@ -55,7 +55,7 @@ def test_explore_verdict_is_the_sentence_of_the_three_runs():
 def test_every_preset_link_loads_and_shows_its_claim(preset):
     at = _app(preset.query())
     warnings = [w.value for w in at.warning]
-    assert all(" is saturated** (" in w for w in warnings), warnings      # only the saturation notices
+    assert all(w.startswith("**Saturated:** ") for w in warnings), warnings   # only the saturation notice
     assert bool(warnings) == (preset.key == "overload"), warnings         # overload says who saturated
     md = [m.value for m in at.markdown]
     assert any(m.startswith(f"**Preset · {preset.title}.** Look at:") for m in md)

@@ -95,7 +95,7 @@ PRESETS: tuple[Preset, ...] = (
            "says that TPOT loss is not worth the TTFT gain (Eq.1: S = w_ttft·ΔTTFT − w_tpot·ΔTPOT).",
            (Claim("local", _p("PPD"), _p("PPD", w_tpot="1"), 0.5),)),
     Preset("overload", "Overload", {"conversations": "400", "qps": "30"},
-           "PD's Turn 2+ TTFT: its two P nodes prefill every turn and saturate first.",
+           "PD's Turn 2+ TTFT, ten times PPD's, and the saturation notice: which resource gave out in each system.",
            "Open-loop arrivals at 30 conversations/s: PD queues every turn at P; PPD and the replicas spread "
            "Turn 2+ over the decode nodes.",
            (Claim("ttft", _p("PPD"), _p("PD"), 1 / 3), Claim("ttft", _p("Replica"), _p("PD"), 1 / 3))),

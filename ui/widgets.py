@@ -264,13 +264,16 @@ def run_status(sc: Scenario, summaries: Mapping[str, dict]) -> None:
     """What the numbers on screen rest on: a saturated system (with the resource that saturated), weights
     that cannot act in this scenario, and figures resting on fewer than 100 requests."""
     from ppd_core.analysis.weights import policy_can_act
-    for name, summary in summaries.items():
-        sat = summary.get("saturation") or {}
-        if sat.get("saturated"):
-            where = sat.get("resource") or "a resource"
-            st.warning(f"**{name} is saturated** ({where}): {sat.get('evidence', '')}. A finite run at "
-                       "overload never reaches steady state: its numbers grow with the run length.",
-                       icon=":material/speed:")
+    saturated = {name: summary["saturation"] for name, summary in summaries.items()
+                 if (summary.get("saturation") or {}).get("saturated")}
+    if saturated:
+        parts = [f"{name} ({sat.get('resource') or 'a resource'}: served {sat.get('served_qps', 0):.2f} of "
+                 f"{sat.get('offered_qps', 0):.2f} conv/s)" for name, sat in saturated.items()]
+        st.warning("**Saturated:** " + "; ".join(parts) + ". A run at overload never reaches a steady state: "
+                   "its numbers grow with the run length.", icon=":material/speed:")
+        with st.expander("Why each system counts as saturated"):
+            for name, sat in saturated.items():
+                st.markdown(f"**{name}**: {sat.get('evidence', '')}")
     can, why = policy_can_act(sc)
     if not can:
         st.caption(f"The SLO weights do nothing here: {why}.")
