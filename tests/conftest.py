@@ -135,3 +135,23 @@ def page(browser):
         yield pg
     finally:
         ctx.close()
+
+
+@pytest.fixture
+def in_process_runs(monkeypatch):
+    """AppTest runs the pages in this process: simulate here too, no worker pool."""
+    monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "0")
+
+
+def open_app(query: dict | None = None, page: str | None = None, timeout: float = 120):
+    """A fresh AppTest session opened on ``page`` with ``query`` in the URL (like opening a shared link);
+    fails on any exception the page raised."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(APP), default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if page:
+        at.switch_page(page)    # before the first run: the page's url_path equals its file name
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at

@@ -12,28 +12,16 @@ from streamlit.testing.v1 import AppTest
 import ppd_core
 from ppd_core.config.scenario import Scenario
 
-from conftest import APP, chromium_or_fail
+from conftest import APP, open_app, chromium_or_fail
 
 TIMEOUT = 120   # 2-core CI with other jobs: generous
 
 
-@pytest.fixture(autouse=True)
-def _in_process_runs(monkeypatch):
-    """AppTest runs the pages in this process: simulate here too, no worker pool (test_worker_pool_path
-    covers the pool)."""
-    monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "0")
+pytestmark = pytest.mark.usefixtures("in_process_runs")
 
 
 def _app(query: dict | None = None, page: str | None = None) -> AppTest:
-    """A fresh session opened on ``page`` with ``query`` in the URL (like opening a shared link)."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    if page:
-        at.switch_page(page)    # before the first run: the page's url_path equals its file name
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(query, page, TIMEOUT)
 
 
 def _metric(at: AppTest, label: str):

@@ -10,26 +10,17 @@ from streamlit.testing.v1 import AppTest
 import ppd_core
 from ppd_core import Scenario
 
-from conftest import APP
+from conftest import APP, open_app
 from ui import presets, verdict
 
 TIMEOUT = 120
 
 
-@pytest.fixture(autouse=True)
-def _in_process_runs(monkeypatch):
-    monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "0")
+pytestmark = pytest.mark.usefixtures("in_process_runs")
 
 
 def _app(query: dict | None = None, page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    if page:
-        at.switch_page(page)
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(query, page, TIMEOUT)
 
 
 def _verdict(at: AppTest) -> str:

@@ -13,26 +13,17 @@ from streamlit.testing.v1 import AppTest
 import ppd_core
 from ppd_core.config.scenario import Scenario
 
-from conftest import APP
+from conftest import APP, open_app
 
 TIMEOUT = 180
 PAGES = {"explore": None, "sweep": "pages/sweep.py", "learn": "pages/learn.py"}
 
 
-@pytest.fixture(autouse=True)
-def _in_process_runs(monkeypatch):
-    monkeypatch.setenv("PPD_DASHBOARD_WORKERS", "0")
+pytestmark = pytest.mark.usefixtures("in_process_runs")
 
 
 def _app(query: dict | None = None, page: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    if page:
-        at.switch_page(page)
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(query, page, TIMEOUT)
 
 
 def _link(at: AppTest) -> str:
@@ -215,7 +206,8 @@ def test_killing_a_worker_during_a_run_spares_every_session(monkeypatch):
     b.run()
     assert not b.exception and not b.error
     want = ppd_core.run(Scenario(conversations=60, seed=11)).summary["groups"]["turn2plus"]["ttft_ms"]["mean"]
-    assert [m.value for m in b.metric if m.label == "Turn 2+ TTFT mean"] == [f"{want:,.1f} ms"]
+    shown = [m.value for m in b.metric if m.label == "Turn 2+ TTFT mean"]
+    assert shown and shown[0] == f"{want:,.1f} ms"           # PPD's card first, then PD and Replica
     assert runner.worker_pool(2) is workers and pids[0] not in workers.pids()     # healed in place
 
 
