@@ -90,3 +90,13 @@ def test_compare_two_links():
 def test_compare_without_links_asks_for_them():
     at = _app(page="pages/compare.py")
     assert at.info and not at.table
+
+
+def test_unmeasured_gpu_is_labelled_extrapolated_and_the_measured_pair_is_not():
+    at = _app({"gpu": "A100-80GB", "conversations": "40"})
+    side = [c.value for c in at.sidebar.caption if c.value.startswith("**Extrapolated:**")]
+    assert side and "A100-80GB is not measured" in side[0]
+    assert any(i.value.startswith("**Extrapolated**") for i in at.info)
+    at = _app({"conversations": "40"})
+    assert not [c for c in at.sidebar.caption if c.value.startswith("**Extrapolated")]
+    assert not [i for i in at.info if i.value.startswith("**Extrapolated")]

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
-from ppd_core.model import feasibility
+from ppd_core.model import extrapolation_notes, feasibility
 from ppd_core.config.layout import LAYOUT_CATEGORY
 from ppd_core.config.scenario import SPEC, Scenario, parse_lenient, render_value
 
@@ -77,6 +77,9 @@ def feasibility_note(sc: Scenario, where: Any = None) -> str | None:
     """The "weights do not fit" message (with the smallest TP that fits) next to the Model/TP controls."""
     bad = feasibility.check(sc)
     if bad is None:
+        notes = extrapolation_notes(sc.gpu, sc.model, sc.tp_degree)
+        if notes:
+            (where or st.sidebar).caption("**Extrapolated:** " + "; ".join(notes))
         return None
     (where or st.sidebar).error(bad.message, icon=":material/memory:")
     return bad.message
@@ -274,6 +277,10 @@ def run_status(sc: Scenario, summaries: Mapping[str, dict]) -> None:
         with st.expander("Why each system counts as saturated"):
             for name, sat in saturated.items():
                 st.markdown(f"**{name}**: {sat.get('evidence', '')}")
+    notes = next((s.get("extrapolated") for s in summaries.values() if s.get("extrapolated")), None)
+    if notes:
+        st.info("**Extrapolated** (outside the measured H100-SXM + Llama-3.1-8B setting): " + "; ".join(notes),
+                icon=":material/science:")
     can, why = policy_can_act(sc)
     if not can:
         st.caption(f"The SLO weights do nothing here: {why}.")
