@@ -29,7 +29,7 @@ EXTRAS = (SOURCE, SAMPLE)
 st.title("Validation against the measured data")
 st.caption("Every measured point (synthetic sweep, ShareGPT runs, turn scaling) is simulated the way it was "
            "measured: the 10 s arrival window, the 50-connection client, the timeouts and the comprehensive "
-           "benchmark's routing quirk (`ppd_core.calibration.validate`; same as `python -m ppd_core validate --measured DIR`). "
+           "benchmark's routing quirk (`ppd_core.calibration.validate`; one seed per point; same as `python -m ppd_core validate --measured DIR --seeds 1`). "
            "Points hit by infrastructure failures are listed with the reason and not simulated.")
 
 state = widgets.carry_scenario("validation", EXTRAS)     # scenario keys carried for the navigation

@@ -166,7 +166,10 @@ def simulate_systems(sc: Scenario) -> dict[str, dict]:
 @st.cache_data(max_entries=64, show_spinner=False)
 def interference_curve(sc: Scenario, batches: tuple[int, ...], n_prefills: int, prefill_tokens: int,
                        cached_tokens: int) -> pd.DataFrame:
-    """Decode TPOT vs batch with no / a full / an append prefill in the batch (ppd_core.model)."""
+    """Decode TPOT vs batch with no / a full / an append prefill in the batch (ppd_core.model), in the
+    micro-benchmark's setting: the decodes share ``cached_tokens`` of cached context (its KV read once by
+    cascade attention), which a full prefill of another prompt turns off and an append-prefill keeps."""
+    sc = sc.with_(shared_prefix_tokens=cached_tokens)
     rows = []
     for b in batches:
         for kind in ("none", "full", "append"):

@@ -15,7 +15,7 @@ from .progress import StreamlitProgress
 def _validate(folder: str, sample: int) -> dict:
     with StreamlitProgress("Simulating the measured points") as progress:
         pts, summary, notes = runner.pooled(
-            lambda **opt: validate(folder, sample or None, progress=progress, **opt), long=True)
+            lambda **opt: validate(folder, sample or None, progress=progress, seeds=1, **opt), long=True)
     return {"points": V.points_frame(pts), "summary": summary, "notes": notes, "raw": pts}
 
 
