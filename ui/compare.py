@@ -11,6 +11,8 @@ from ppd_core.config.errors import ScenarioError
 from ppd_core.config.page_keys import split_page_keys
 from ppd_core.config.scenario import SPEC, Scenario, parse_lenient, query_pairs
 
+from .verdict import value
+
 #: The figures compared: (label, summary path, unit).
 ROWS = (
     ("Turn 2+ TTFT mean", "groups.turn2plus.ttft_ms.mean", "ms"),
@@ -44,20 +46,11 @@ def diff(a: Scenario, b: Scenario) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", "A", "B", "unit"])
 
 
-def _get(summary: Mapping, path: str) -> float:
-    cur = summary
-    for p in path.split("."):
-        if not isinstance(cur, Mapping) or p not in cur:
-            return float("nan")
-        cur = cur[p]
-    return float("nan") if cur is None else float(cur)
-
-
 def results_table(sa: Mapping, sb: Mapping) -> pd.DataFrame:
     """Figures of A and B side by side with B − A and B / A − 1 (text, for reading)."""
     rows = []
     for label, path, unit in ROWS:
-        a, b = _get(sa, path), _get(sb, path)
+        a, b = value(sa, path), value(sb, path)
         scale, fmt = (100.0, "{:,.1f} %") if unit == "%" else (1e-9, "{:,.2f} GB") if unit == "GB" else \
             (1.0, "{:,.1f} ms" if unit == "ms" else "{:,.0f}")
         d = (b - a) * scale
