@@ -162,3 +162,31 @@ def test_computed_w_tpot_range_is_where_the_decision_changes():
     assert weights_summary(below)["local_share"] >= 0.9
     assert weights_summary(above)["local_share"] <= 0.2
     assert moved(below, 1.0, lo / 2) == 0 and moved(below, 1.0, hi * 2) > 0
+
+
+@pytest.mark.parametrize("qps", [2.0, 6.0])
+def test_eq1_dtpot_tracks_the_realised_class_effect(qps):
+    """dTPOT is the paper's cell measure, (TPOT_ppd - TPOT_pd) / TPOT_pd of Turn 2+: the mean estimate logged
+    under policy=ppd lies within [0.5, 1.5]x of what serving the class locally actually costs (the earlier
+    'mean over the remaining decode' estimate was ~30x too small)."""
+    sc = Scenario(layout="2P_2D", workload="sharegpt", qps=qps)
+    ppd, pd = (ppd_core.run(sc.with_(policy=p)) for p in ("ppd", "pd"))
+    t_ppd, t_pd = (r.summary["groups"]["turn2plus"]["tpot_ms"]["mean"] for r in (ppd, pd))
+    realised = (t_ppd - t_pd) / t_pd
+    df = ppd.records
+    est = float(df[(df.turn >= 2) & df.est_dtpot.notna()].est_dtpot.mean())
+    assert realised > 0.005, realised
+    assert 0.5 <= est / realised <= 1.5, (est, realised)
+
+
+def test_w_tpot_moves_the_local_share_across_the_slider_on_2p_2d_sharegpt():
+    """Issue #11's done-when, at the dashboard's ShareGPT load on 2P_2D: w_tpot in [0, 100] moves the local
+    share from >= 0.9 to far below it (the switch points fall inside the slider)."""
+    from ppd_core.analysis.weights import w_tpot_range
+    sc = Scenario(layout="2P_2D", workload="sharegpt", qps=6.0)
+    low = ppd_core.run(sc.with_(w_tpot=1.0))
+    high = ppd_core.run(sc.with_(w_tpot=100.0))
+    assert low.summary["local_share"] >= 0.9
+    assert high.summary["local_share"] <= 0.2
+    lo, hi = w_tpot_range(low.records)
+    assert 0 < lo < 100 and lo < hi

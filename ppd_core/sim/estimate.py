@@ -11,11 +11,15 @@ Both paths are priced with every cost the engine charges on them:
   link share it would get now, then D's first-token iteration (after what is left of D's step in progress
   and of D's own queue by then).
 
-dTTFT is the relative TTFT gain of local, (TTFT_pd - TTFT_local) / TTFT_pd. dTPOT is the relative slowdown
-of the *co-batched* decodes over their remaining decode, as the paper defines it: the extra time each path
-adds to D's batch (local: the append-prefill iteration over a decode step; PD: the first-token iteration
-and, with a blocking KV receive, the transfer pause) summed over the batch and divided by the batch's
-remaining decode time, local minus PD. With no decode batch dTPOT is 0: nobody's TPOT can suffer.
+dTTFT is the relative TTFT gain of local, (TTFT_pd - TTFT_local) / TTFT_pd. dTPOT is the relative TPOT
+degradation the choice causes, summed over the co-batched decodes: each path adds some time to D's batch
+(local: the append-prefill iteration over a decode step; PD: the first-token iteration and, with a blocking
+KV receive, the transfer pause); request i's TPOT grows by that time over its output length, i.e. by
+extra / (output_i * step) relatively, and dTPOT is the sum of that over the batch, local minus PD. The sum
+(not the mean) is what the paper's table measures: its dTPOT is the relative change of the class's mean
+TPOT when the class is served locally, and by Little's law a request's decode overlaps on average the
+stalls of as many local decisions as there are decodes in its batch, so the per-decision sum equals the
+population's mean relative slowdown. With no decode batch dTPOT is 0: nobody's TPOT can suffer.
 """
 from __future__ import annotations
 
@@ -113,8 +117,8 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     # what each path adds to the co-batched decodes (seconds per decode request)
     extra_local = max(it_local - step, 0.0)
     extra_pd = max(it_one - step, 0.0) + pm.p.kv_recv_blocks_decode * xfer
-    remaining = d.remaining_decode_steps() * step    # sum over the batch of remaining decode time
     d_ttft = (ttft_pd - ttft_local) / ttft_pd if ttft_pd > 0 else 0.0
-    d_tpot = (extra_local - extra_pd) * batch / remaining if batch and remaining > 0 else 0.0
+    # sum over the batch of extra / (output_i * step): each co-batched request's relative TPOT increase
+    d_tpot = (extra_local - extra_pd) * d.inverse_output_sum() / step if batch and step > 0 else 0.0
     return {"ttft_local": ttft_local, "ttft_pd": ttft_pd, "extra_local": extra_local, "extra_pd": extra_pd,
             "d_ttft": d_ttft, "d_tpot": d_tpot, "score": view.w_ttft * d_ttft - view.w_tpot * d_tpot}

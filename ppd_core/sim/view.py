@@ -70,11 +70,10 @@ class NodeView:
             return 0.5 * t
         return 0.0
 
-    def remaining_decode_steps(self) -> int:
-        """Sum over the decode batch of the steps each request has left."""
-        n = self._node
-        s = n.steps
-        return sum(e[0] - s for e in n.dec_heap)
+    def inverse_output_sum(self) -> float:
+        """Sum over the decode batch of 1 / (output tokens): a stall of t seconds raises request i's TPOT by
+        t / output_i, so t times this sum is the batch's summed TPOT increase (in seconds per token)."""
+        return sum(1.0 / max(e[2].output, 1) for e in self._node.dec_heap)
 
 
 class ClusterView:
