@@ -284,14 +284,21 @@ def run_waves(base: str, waves, timeout_s: float = 120.0, settle_s: float = 0.4,
     return box["out"]
 
 
+def _unsettled(s: Session, problems: list[str]) -> bool:
+    """Record a session that never showed its page (timeout, driver error); True if it did not."""
+    if s.error or s.shown is None:
+        problems.append(f"session {s.query!r}: {s.error}")
+        return True
+    return False
+
+
 def check_sessions(sessions: list[Session], want: dict[str, dict[str, str]]) -> list[str]:
     """One line per wrong session: timeout, page error, foreign numbers (whose), wrong share link."""
     by_ttft = {w["ttft"]: q for q, w in want.items()}
     problems = []
     for s in sessions:
         tag = f"session {s.query!r}"
-        if s.error or s.shown is None:
-            problems.append(f"{tag}: {s.error}")
+        if _unsettled(s, problems):
             continue
         got, exp = s.shown, want[s.query]
         if got["exceptions"] or got["errors"]:
@@ -518,8 +525,7 @@ def check_fault_wave(sessions: list[Session]) -> list[str]:
     problems = []
     for s in sessions:
         tag = f"session {s.query!r}"
-        if s.error or s.shown is None:
-            problems.append(f"{tag}: {s.error}")
+        if _unsettled(s, problems):
             continue
         if s.shown["exceptions"]:
             problems.append(f"{tag}: exception {s.shown['exceptions']}")
