@@ -167,8 +167,9 @@ def test_computed_w_tpot_range_is_where_the_decision_changes():
 @pytest.mark.parametrize("qps", [2.0, 6.0])
 def test_eq1_dtpot_tracks_the_realised_class_effect(qps):
     """dTPOT is the paper's cell measure, (TPOT_ppd - TPOT_pd) / TPOT_pd of Turn 2+: the mean estimate logged
-    under policy=ppd lies within [0.5, 1.5]x of what serving the class locally actually costs (the earlier
-    'mean over the remaining decode' estimate was ~30x too small)."""
+    under policy=ppd lies within [0.75, 1.25]x of what serving the class locally actually costs, below
+    saturation (the earlier 'mean over the remaining decode' estimate was ~30x too small; without the batch
+    feedback term it is ~0.65x)."""
     sc = Scenario(layout="2P_2D", workload="sharegpt", qps=qps)
     ppd, pd = (ppd_core.run(sc.with_(policy=p)) for p in ("ppd", "pd"))
     t_ppd, t_pd = (r.summary["groups"]["turn2plus"]["tpot_ms"]["mean"] for r in (ppd, pd))
@@ -176,7 +177,7 @@ def test_eq1_dtpot_tracks_the_realised_class_effect(qps):
     df = ppd.records
     est = float(df[(df.turn >= 2) & df.est_dtpot.notna()].est_dtpot.mean())
     assert realised > 0.005, realised
-    assert 0.5 <= est / realised <= 1.5, (est, realised)
+    assert 0.75 <= est / realised <= 1.25, (est, realised)
 
 
 def test_w_tpot_moves_the_local_share_across_the_slider_on_2p_2d_sharegpt():

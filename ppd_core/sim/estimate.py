@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .request import Request
     from .view import ClusterView, NodeView
 
+MAX_ELASTICITY = 0.8     # batch_feedback: at most 5x amplification
 EXACT_ITERATIONS = 64   # queues longer than this many chunked iterations are extrapolated at the last rate
 
 
@@ -73,6 +74,18 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
         while i < len(items) and items[i][0] <= 0:
             i += 1
     return t
+
+
+def batch_feedback(pm, batch: int, ctx_sum: int, step: float) -> float:
+    """How much D's batch amplifies a TPOT slowdown: slower decodes stay longer, so at the same arrival rate
+    the batch grows (Little's law) and every step gets slower in turn. With e = d ln(step) / d ln(batch),
+    the elasticity of the decode step in the batch size (contexts growing with it), a relative slowdown r
+    becomes r / (1 - e). e is capped at MAX_ELASTICITY: near 1 the node is decode-bound and the steady state
+    this argument assumes is gone (the saturation report says so)."""
+    a1, b1 = pm.decode_coeffs(batch + 1)
+    step1 = a1 + b1 * ctx_sum * (batch + 1) / batch
+    e = min(max((step1 - step) / step * batch, 0.0), MAX_ELASTICITY)
+    return 1.0 / (1.0 - e)
 
 
 def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, float]:
@@ -120,5 +133,7 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     d_ttft = (ttft_pd - ttft_local) / ttft_pd if ttft_pd > 0 else 0.0
     # sum over the batch of extra / (output_i * step): each co-batched request's relative TPOT increase
     d_tpot = (extra_local - extra_pd) * d.inverse_output_sum() / step if batch and step > 0 else 0.0
+    if d_tpot:
+        d_tpot *= batch_feedback(pm, batch, ctx_sum, step)
     return {"ttft_local": ttft_local, "ttft_pd": ttft_pd, "extra_local": extra_local, "extra_pd": extra_pd,
             "d_ttft": d_ttft, "d_tpot": d_tpot, "score": view.w_ttft * d_ttft - view.w_tpot * d_tpot}
