@@ -8,7 +8,7 @@ conversations / qps), so the number of conversations grows with the rate; rates 
 
 Search: the attainment falls as the rate rises (tests/test_traffic.py checks latency is monotone in qps on a
 fixed seed). The three systems are searched together in rounds; each round's probes (one per system still
-searching) go through the sweep engine as one grid (disk cache; this process and a pool of workers - 1
+searching, two in a warm start's first round) go through the sweep engine as one grid (disk cache; this process and a pool of workers - 1
 processes kept for the whole search, or the caller's pool; Dask if asked). A system's next rate uses what
 its probes measured, not only whether they passed:
 
@@ -33,9 +33,11 @@ scenario is settled in one round of two runs per system. Tolerance against a col
 bracket of relative width <= rel_tol around a rate where the attainment crosses the target, so where it
 crosses once the two goodputs agree within 2 x rel_tol (tests/test_traffic.py, 2P_2D ShareGPT 150
 conversations, hints 20-25 % off). Where the attainment wavers around the target over a band of rates
-(TPOT p90 close to its SLO: Replica at the defaults attains 0.95-0.999 anywhere in 7.7-8.8 conv/s and
-misses near 8.1 and 9.2), a search reports some crossing in that band, cold or warm: the band, not
+(TPOT p90 close to its SLO: Replica at the defaults attains 0.996 at 8.0 conv/s, 0.950 at 8.128, 0.994 at
+8.5, 0.974 at 8.8, and a search started from 11 conv/s ends on the miss at 8.108 and reports 7.741 where
+a cold one reports 8.8), a search reports some crossing in that band, cold or warm: the band, not
 rel_tol, is then the figure's precision.
+
 The search is deterministic: the probes of a round depend only on the results of the rounds before, never
 on the worker count or on which run finished first.
 """
