@@ -133,6 +133,34 @@ def test_results_do_not_depend_on_workers_or_order(monkeypatch):
     _same(serial, backwards.iloc[::-1].reset_index(drop=True))
 
 
+def _note_pid(folder, res) -> None:
+    """A check that records which process ran the scenario (picklable: a module function in a partial)."""
+    import os
+    (Path(folder) / f"{os.getpid()}-{res.scenario.to_query()[:60].replace('/', '_')}").touch()
+
+
+def test_the_calling_process_runs_chunks_beside_a_pool_only_when_asked(tmp_path):
+    """parent_runs=True (a goodput search with its own pool): this process takes chunks from the same queue
+    as the pool, every scenario runs once and the rows are those of a serial sweep. A given pool without it
+    (the dashboard's: its calling thread is the server's) gets every chunk."""
+    import functools
+    import os
+    from ppd_core.analysis.pool import WorkerPool
+    grid = _grid()
+    serial = run_grid(grid, workers=1, cache=False)
+    with WorkerPool(1) as pool:
+        for parent_runs, folder in ((True, tmp_path / "hybrid"), (None, tmp_path / "pooled")):
+            folder.mkdir()
+            df = run_grid(grid, pool=pool, parent_runs=parent_runs, cache=False,
+                          check=functools.partial(_note_pid, folder))
+            _same(serial, df)
+            ran = [p.name.split("-", 1) for p in folder.iterdir()]
+            assert len(ran) == len(grid), "every scenario ran exactly once"
+            here = {int(pid) for pid, _ in ran} & {os.getpid()}
+            assert bool(here) == bool(parent_runs), (parent_runs, ran)
+            assert {int(pid) for pid, _ in ran} <= {os.getpid(), *pool.pids()}
+
+
 def test_pool_workers_do_not_rerun_the_host_script(tmp_path, monkeypatch):
     """Under a threaded host (streamlit run app.py: __main__ is a path-only module) the pool is spawned via
     forkserver; its workers must not execute the host script again in bare mode."""

@@ -131,6 +131,40 @@ def test_goodput_brackets_the_capacity(tmp_path):
     assert res["systems"]["PPD"]["goodput_qps"] > 0
 
 
+def test_warm_started_goodput_matches_the_cold_search_within_two_tolerances():
+    """A search started from a previous answer (the dashboard passes it when a slider moves) ends on a
+    bracket of the same width as a cold search; where the attainment falls through the target once (this
+    TTFT/TPOT case), the two brackets hold the same crossing, so the goodputs agree within 2 x rel_tol. From
+    the unchanged answer itself the search is settled in one round of two runs per system."""
+    from ppd_core.analysis.goodput import goodput
+    sc = Scenario(layout="2P_2D", conversations=150, qps=2, workload="sharegpt")
+    kw = dict(slo_ttft_ms=200, slo_tpot_ms=30, rel_tol=0.05, systems=("PPD", "PD"), cache=False)
+    cold = goodput(sc, 0.9, **kw)
+    for name in kw["systems"]:
+        assert cold["systems"][name]["goodput_qps"] > 0, name
+    same = goodput(sc, 0.9, hint=cold, **kw)
+    for name, r in same["systems"].items():
+        assert r["goodput_qps"] == cold["systems"][name]["goodput_qps"] and r["runs"] <= 2, (name, r)
+    for off in (0.8, 1.25):                     # a previous answer 20-25 % off, as after a slider move
+        warm = goodput(sc, 0.9, hint={n: r["goodput_qps"] * off for n, r in cold["systems"].items()}, **kw)
+        for name, r in warm["systems"].items():
+            c = cold["systems"][name]["goodput_qps"]
+            assert abs(r["goodput_qps"] - c) <= 2 * 0.05 * c, (name, off, r["goodput_qps"], c)
+            b = warm["brackets"][name]
+            assert b["missed_qps"] <= b["attained_qps"] * 1.05 + 1e-9, (name, b)
+
+
+def test_goodput_hint_and_inputs_are_checked():
+    from ppd_core.analysis.goodput import goodput
+    sc = Scenario(layout="1P_1pD", conversations=30)
+    for bad in ({"PPD": float("nan")}, {"PPD": -1.0}, {"PPD": float("inf")}, "4"):
+        with pytest.raises(ppd_core.ScenarioError, match="hint"):
+            goodput(sc, hint=bad, cache=False)
+    for kw in ({"rel_tol": 0.0}, {"rel_tol": float("nan")}, {"max_runs": 1}, {"attain": 0.0}):
+        with pytest.raises(ppd_core.ScenarioError):
+            goodput(sc, **kw, cache=False)
+
+
 def test_gpu_price_key_overrides_the_catalog():
     assert Scenario().price_usd_h == pytest.approx(3.78)
     assert Scenario(gpu_price_usd_h=2.0).price_usd_h == 2.0

@@ -9,6 +9,7 @@ files; hashing happens when a version is asked for.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,32 +23,72 @@ COMPACT_AFTER = 16                # cache parts per code version before they are
 CACHE_SCHEMA = "ppd-sweep-cache-v1"
 
 
+def _walk_py(folder: str) -> list[str]:
+    """Every ``*.py`` under ``folder`` (``__pycache__`` skipped), by ``os.scandir``: a sweep checks its workers'
+    code once per chunk, and ``pathlib.rglob`` costs several milliseconds per call."""
+    out: list[str] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            if e.name != "__pycache__":
+                out += _walk_py(e.path)
+        elif e.name.endswith(".py"):
+            out.append(e.path)
+    return out
+
+
 def _code_files(root: Path | None) -> list[tuple[str, Path]]:
     if root is None:
         pkg, data, base = PACKAGE_DIR, DATA_DIR, REPO_ROOT
     else:
-        base = Path(root)
+        base = Path(os.path.abspath(root))
         pkg, data = base / "ppd_core", base / "data"
-    files = sorted(pkg.rglob("*.py")) + sorted(data.glob("*.json"))
-    return [(f.relative_to(base).as_posix() if f.is_relative_to(base) else f.name, f) for f in files
-            if "__pycache__" not in f.parts]
+    base_s = str(base) + os.sep
+    py = sorted(Path(f) for f in _walk_py(str(pkg)))
+    js = sorted(Path(data / n) for n in _names(str(data)) if n.endswith(".json"))
+    return [(str(f)[len(base_s):].replace(os.sep, "/") if str(f).startswith(base_s) else f.name, f)
+            for f in py + js]
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return [e.name for e in os.scandir(folder) if e.is_file()]
+    except OSError:
+        return []
 
 
 def code_version(root: Path | None = None) -> str:
-    """SHA-256 (first 16 hex digits) of ppd_core/**/*.py and data/*.json: any edit starts a fresh cache."""
+    """SHA-256 (first 16 hex digits) of ppd_core/**/*.py and data/*.json: any edit starts a fresh cache.
+    For the running package it is computed once per stamp of those files (path, size, mtime): an edit
+    changes the stamp, so the hash is never older than the files."""
+    if root is None:
+        return _version_of(_stamp())
+    return _hash_files(_code_files(root))
+
+
+def _hash_files(files: list[tuple[str, Path]]) -> str:
     h = hashlib.sha256(CACHE_SCHEMA.encode())
-    for name, f in _code_files(root):
+    for name, f in files:
         h.update(name.encode() + b"\0")
         h.update(f.read_bytes())
         h.update(b"\0")
     return h.hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=4)
+def _version_of(stamp: tuple) -> str:
+    """The hash of the files a stamp describes (a pure function of the stamp, memoised like the catalogs)."""
+    return _hash_files([(name, Path(path)) for name, path, _, _ in stamp])
+
+
 def _stamp() -> tuple:
     out = []
     for name, f in _code_files(None):
-        st = f.stat()
-        out.append((name, st.st_size, st.st_mtime_ns))
+        st = os.stat(f)
+        out.append((name, str(f), st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 

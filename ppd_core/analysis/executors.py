@@ -22,6 +22,7 @@ from ..model.params import PerfParams
 from ..sim.decision_table import DecisionTable
 from ..workloads.traces import assign_arrivals, trace_digest
 from . import cache as diskcache
+from .hybrid import run_with_parent
 from .grid import check_grid_size, flatten, query_strings, scenario_columns, table_key
 from .pool import MAX_WORKERS, WorkerPool, local_workers
 from .progress import Progress
@@ -82,7 +83,7 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
              workers: int | None = None, cache_dir: str | os.PathLike | None = None, cache: bool = True,
              progress: Progress | None = None, trace=None, check: Check | None = None,
              params: PerfParams | None = None, tables_for: TablesFor | None = None,
-             pool: WorkerPool | None = None):
+             pool: WorkerPool | None = None, parent_runs: bool | None = None):
     """Run every scenario (cache hits skip the simulation) and return a tidy ``pandas.DataFrame``.
 
     executor: ``local`` (a ``WorkerPool`` over ``workers`` processes, default all local cores) or ``dask``
@@ -97,7 +98,12 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
     tables_for: called once with the scenarios left to simulate; returns their decision tables by
     ``table_key`` (needed for ``policy=dynamic-table``).
     pool: a long-lived ``WorkerPool`` to run the local executor's jobs in (a server passes its one pool;
-    ``workers`` is then ignored and the pool is not shut down); None: a pool for this call only.
+    ``workers`` is then ignored and the pool is not shut down; it runs every chunk, even a grid of one);
+    None: a pool for this call only.
+    parent_runs: this process runs chunks too, beside the pool (``hybrid``; a pool of ``workers - 1``
+    processes then). Default: yes for a pool of this call's own, no for a given pool (a server's thread
+    must not simulate); a caller that owns a long-lived pool for a series of sweeps (a goodput search) says
+    True.
     The frame's ``attrs`` hold ``cache_hits``, ``simulated``, ``code_version`` and ``wall_s``."""
     import pandas as pd
     t0 = perf_counter()
@@ -171,15 +177,24 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
             if executor == "dask":
                 _run_dask(items, costs, job, scheduler, workers, {version}, collect)
             else:
-                n_workers = min(pool.workers if pool is not None else workers or local_workers(), len(items))
-                if n_workers <= 1 or (pool is None and sum(costs.values()) <= SERIAL_MAX_REQUESTS):
-                    for chunk in _chunks(items, costs, 1):
-                        collect(job(chunk)[1])
-                elif pool is not None:
-                    _run_in(pool, items, costs, job, n_workers, collect)
+                if pool is not None:
+                    if parent_runs and len(items) > 1:
+                        run_with_parent(pool, _chunks(items, costs, pool.workers + 1), job, collect)
+                    elif parent_runs:
+                        collect(job(items)[1])
+                    else:                  # a given pool gets every chunk, even a single one
+                        _run_in(pool, items, costs, job, min(pool.workers, len(items)), collect)
                 else:
-                    with WorkerPool(n_workers) as own:
-                        _run_in(own, items, costs, job, n_workers, collect)
+                    n_workers = min(workers or local_workers(), len(items))
+                    if n_workers <= 1 or sum(costs.values()) <= SERIAL_MAX_REQUESTS:
+                        for chunk in _chunks(items, costs, 1):
+                            collect(job(chunk)[1])
+                    elif parent_runs is False:
+                        with WorkerPool(n_workers) as own:
+                            _run_in(own, items, costs, job, n_workers, collect)
+                    else:
+                        with WorkerPool(n_workers - 1) as own:
+                            run_with_parent(own, _chunks(items, costs, n_workers), job, collect)
     finally:
         if cache and fresh:
             diskcache.write(folder, fresh)

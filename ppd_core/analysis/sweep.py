@@ -33,7 +33,7 @@ from .table import tables_for
 def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", scheduler: str | None = None,
              workers: int | None = None, cache_dir: str | os.PathLike | None = None, cache: bool = True,
              progress: Progress | None = None, trace=None, check: Check | None = None,
-             params: PerfParams | None = None, pool: WorkerPool | None = None):
+             params: PerfParams | None = None, pool: WorkerPool | None = None, parent_runs: bool | None = None):
     """``executors.run_grid`` with the decision tables of any ``dynamic-table`` scenario built first (from
     the same cache). See ``executors.run_grid`` for the arguments and the frame's ``attrs``."""
     def tables(todo):
@@ -41,4 +41,4 @@ def run_grid(scenarios: Sequence[Scenario], *, executor: str = "local", schedule
                           cache_dir=cache_dir, cache=cache, pool=pool)
     return executors.run_grid(scenarios, executor=executor, scheduler=scheduler, workers=workers,
                               cache_dir=cache_dir, cache=cache, progress=progress, trace=trace, check=check,
-                              params=params, tables_for=tables, pool=pool)
+                              params=params, tables_for=tables, pool=pool, parent_runs=parent_runs)
