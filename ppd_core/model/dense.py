@@ -45,7 +45,7 @@ class PerfModel:
     __slots__ = ("gpu", "model", "tp", "p", "kv_bytes_per_token", "_mem_s", "_flop_s_per_token",
                  "_attn_s_per_pair", "_kv_s_per_token", "_share_s_per_token", "_t0", "_lm_head_s",
                  "kv_capacity_tokens", "_seq_s", "p_send_s", "_decode_memo", "_ar0", "_ar_per_token",
-                 "_mix_s", "shared_prefix", "_pd_us_per_token")
+                 "_mix_s", "shared_prefix", "_pd_us_per_token", "_api_s", "_api_tok", "_api_seq", "_handoff_s")
 
     def __init__(self, gpu: GPU, model: Model, tp: int, params: PerfParams, gpu_mem_util: float = 0.85,
                  shared_prefix: int = 0):
@@ -75,6 +75,10 @@ class PerfModel:
         self.p_send_s = params.p_send_ms * 1e-3 * layer_ratio(model)
         self._pd_us_per_token = params.pd_us_per_token * kv_ratio(model)
         self._decode_memo: dict[int, float] = {}   # batch size -> decode step intercept (per model instance)
+        # hop() / pd_handoff()'s constants, read once (the same products as computed per call before)
+        self._api_s, self._api_tok, self._api_seq = 1e-3 * params.api_ms, params.api_us_per_token, \
+            params.api_us_per_seq
+        self._handoff_s = 1e-3 * params.pd_handoff_ms
         free = (gpu.memory_gb * 1e9 * gpu_mem_util - params.activation_gb * 1e9) * tp - model.weight_bytes
         self.kv_capacity_tokens = int(free // model.kv_bytes_per_token) if free > 0 else 0
 
@@ -145,11 +149,10 @@ class PerfModel:
 
     def hop(self, prompt_tokens: int, active_seqs: int = 0) -> float:
         """One HTTP hop to a node running ``active_seqs`` sequences: proxy, API server, tokenising."""
-        return 1e-3 * self.p.api_ms + 1e-6 * (self.p.api_us_per_token * prompt_tokens
-                                              + self.p.api_us_per_seq * active_seqs)
+        return self._api_s + 1e-6 * (self._api_tok * prompt_tokens + self._api_seq * active_seqs)
 
     def pd_handoff(self, prompt_tokens: int, active_seqs: int = 0) -> float:
         """After P's prefill: P's response returns, the proxy re-sends to D, D's API tokenises, the
         connector receives per layer (scaled by the model's KV bytes/token)."""
-        return (1e-3 * self.p.pd_handoff_ms + self.hop(prompt_tokens, active_seqs)
+        return (self._handoff_s + self.hop(prompt_tokens, active_seqs)
                 + 1e-6 * self._pd_us_per_token * prompt_tokens)

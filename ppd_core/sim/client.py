@@ -11,7 +11,7 @@ from ..workloads.conversation import Conversation
 from .events import EventKind
 from .request import OK, Request
 
-SEND, TIMEOUT_EV = EventKind.SEND, EventKind.TIMEOUT
+SEND = EventKind.SEND
 
 
 class ConvState:
@@ -33,7 +33,7 @@ class Client:
         req = Request(len(self.requests), cs.conv.cid, k + 1, sent, turn.new_input, turn.output,
                       cs.conv.prompt_len(k))
         self.requests.append(req)
-        self.push(sent + self.sc.timeout_s, TIMEOUT_EV, req)
+        self.push_timeout(sent + self.sc.timeout_s, req)
         return req
 
     def _arrival(self, cs: ConvState, t: float) -> None:

@@ -64,10 +64,14 @@ class Simulator(Client):
         self.slot_of = {n.nid: i for i, n in enumerate(self.serving)}   # the proxy's serving slot of a node
         self.p_key: dict[int, int] = {}      # conversation -> the proxy's routing key (rekeyed when rehashed)
         self._route = (0, 0)                 # (key, slot) of the request being routed
+        self._picked: Node | None = None     # the router's answer for _route (asked by Eq.1, then by _send)
         tp = sc.tp_degree
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
         self.heap: list = []
+        # timeouts are mostly pushed in time order and rarely fire: they wait in a FIFO beside the heap (kept
+        # sorted; one out of order goes to the heap) so the heap stays small; run() merges the two by (t, seq)
+        self.timeouts: deque = deque()
         self._seq = itertools.count()         # tie-breaker: simultaneous events run in insertion order
         self.now = 0.0
         self.events = 0
@@ -84,6 +88,14 @@ class Simulator(Client):
     # ---- event plumbing --------------------------------------------------------------------------------
     def push(self, t: float, kind: EventKind, a, b=None) -> None:
         heapq.heappush(self.heap, (t, next(self._seq), kind, a, b))
+
+    def push_timeout(self, t: float, req: Request) -> None:
+        e = (t, next(self._seq), TIMEOUT_EV, req, None)
+        tq = self.timeouts
+        if not tq or tq[-1] < e:
+            tq.append(e)
+        else:
+            heapq.heappush(self.heap, e)
 
     # the Scheduler interface of nodes and the fabric (events.Scheduler)
     def wake_node(self, t: float, node: Node, version: int) -> None:
@@ -107,17 +119,24 @@ class Simulator(Client):
     def run(self) -> None:
         for cs in self.convs:
             self.push(cs.conv.arrival_s, ARRIVAL, cs)
-        heap = self.heap
-        pop = heapq.heappop
+        heap, tq = self.heap, self.timeouts
+        pop, popleft = heapq.heappop, tq.popleft
         nodes_wake = Node.wake
-        while heap and self.open_convs:
-            t, _, kind, a, b = pop(heap)
+        events = self.events
+        while self.open_convs:
+            if tq and (not heap or tq[0] < heap[0]):
+                t, _, kind, a, b = popleft()
+            elif heap:
+                t, _, kind, a, b = pop(heap)
+            else:
+                break
             self.now = t
-            self.events += 1
-            if self.events > MAX_EVENTS:
+            events += 1
+            if events > MAX_EVENTS:
                 break
             if kind is NODE_WAKE:
-                nodes_wake(a, t, b)
+                if b == a.version and a.busy:   # a stale wake-up (the node re-planned) is dropped here
+                    nodes_wake(a, t, b)
             elif kind is AT_NODE:
                 if not b.aborted:
                     a.enqueue(b, t)
@@ -135,12 +154,15 @@ class Simulator(Client):
                 self._handoff(a, t)
             elif kind is ARRIVAL:
                 self._arrival(a, t)
+        self.events = events
 
     # ---- router ------------------------------------------------------------------------------------------
     def pick_p(self) -> Node:
         """The P node for the PD-path request being routed (the router's choice, scenario key p_router)."""
-        key, slot = self._route
-        return self.router.pick(self.p_nodes, key, slot, len(self.serving))
+        if self._picked is None:   # a router is a pure function of the state, which _send does not change
+            key, slot = self._route
+            self._picked = self.router.pick(self.p_nodes, key, slot, len(self.serving))
+        return self._picked
 
     def observed_qps(self) -> float:
         return self.arrived / self.now if self.now > 0 else self.sc.qps
@@ -154,6 +176,7 @@ class Simulator(Client):
             self.p_key[req.conv] = (req.conv << 7) | req.turn   # a new proxy key: hashed anew
         node = cs.node
         self._route = (self.p_key[req.conv], self.slot_of[node.nid])
+        self._picked = None
         req.decode_node = node.nid
         if node.role == "R":
             req.path = REPLICA

@@ -39,6 +39,11 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
     (FIFO chunked prefill, ``budget`` tokens per iteration shared with ``batch`` decodes whose contexts sum
     to ``ctx_sum``; ``send_s`` per request that finishes in an iteration). ``own=None``: until the queue
     is empty."""
+    if not queue:
+        if own is None:
+            return 0.0
+        if own[0] <= (budget - batch if budget - batch > 1 else 1):   # one iteration: the loop's arithmetic
+            return 0.0 + (pm.iteration([own], batch, ctx_sum) + send_s * 1)
     items = [list(q) for q in queue]
     if own is not None:
         items.append(list(own))

@@ -53,7 +53,7 @@ class DecodeBlocks:
         if d == 0:
             return self.v_c
         v, cur, count = self.v_c, self.s_c, self.count
-        m = d // BLOCK if d > 0 else -((-d) // BLOCK)
+        m = (d + BLOCK // 2) // BLOCK      # whole periods to the nearest one: at most BLOCK / 2 steps to walk
         v += m * self.n                    # a whole period adds one block per decoder
         cur += m * BLOCK
         while cur < s:
@@ -64,6 +64,12 @@ class DecodeBlocks:
             v -= count[-cur % BLOCK]
         self.s_c, self.v_c = s, v
         return v
+
+    def bound(self, s: int) -> int:
+        """An upper bound of ``at(s)`` in O(1) that moves nothing: ``at`` never decreases with s and a decoder
+        gains at most ceil(d / BLOCK) blocks in d steps; exact at s == s_c."""
+        d = s - self.s_c
+        return self.v_c if d <= 0 else self.v_c + self.n * -(-d // BLOCK)
 
     def at_direct(self, s: int) -> int:
         """``at(s)`` from the histogram (the closed form the incremental one is checked against)."""
@@ -107,8 +113,14 @@ class NodeMemory:
 
     def _ensure_blocks(self, steps: int) -> int:
         """Evict cached blocks until the running requests fit for decode step ``steps``; returns the blocks
-        still missing (> 0: a request must be preempted)."""
-        over = self.used + self.dec_blocks.at(steps) + self.kv.blocks - self.cap_blocks
+        still missing (> 0: a request must be preempted; <= 0 otherwise, not always the exact slack)."""
+        db = self.dec_blocks
+        base = self.used + self.kv.blocks - self.cap_blocks
+        over = base + db.bound(steps)
+        if over <= 0:              # fits even at the bound: nothing to evict (the common case, O(1))
+            return over
+        if db.s_c != steps:
+            over = base + db.at(steps)
         if over > 0:
             over -= self.kv.evict(over)
         return over
@@ -116,8 +128,8 @@ class NodeMemory:
     def _fit_running(self, now: float) -> None:
         """vLLM V1's schedule(): the running requests get the blocks of this step first; preempt the most
         recently admitted one (recompute) while they do not fit."""
-        if self.used + self.dec_blocks.at(self.steps) + self.kv.blocks <= self.cap_blocks:
-            return
+        if self.used + self.dec_blocks.bound(self.steps) + self.kv.blocks <= self.cap_blocks:
+            return                 # fits at the bound of at(steps), so it fits
         while self._ensure_blocks(self.steps) > 0:
             victims = [r for r in self.prefill_q] + [e[2] for e in self.dec_heap]
             if not victims:

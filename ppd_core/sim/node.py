@@ -109,30 +109,33 @@ class Node(NodeMemory):
         # the decode step running now holds its blocks already (a segment in progress: its current step)
         steps = self.steps if self.seg is None else self.steps + self._step_at(now)
         self._ensure_blocks(steps)
-        while self.waiting:
-            req = self.waiting[0]
+        waiting, kv, cap, dec_blocks, prefill_q = self.waiting, self.kv, self.cap_blocks, self.dec_blocks, \
+            self.prefill_q
+        on_p = self.role == "P"
+        while waiting:
+            req = waiting[0]
             if req.aborted:
-                self.waiting.popleft()
+                waiting.popleft()
                 continue
-            if blocks_for(req.prompt if self.role == "P" else req.prompt + req.output) > self.cap_blocks:
-                self.waiting.popleft()   # can never fit, even alone (vLLM refuses it up front)
+            if -(-(req.prompt if on_p else req.prompt + req.output) // BLOCK) > cap:
+                waiting.popleft()   # can never fit, even alone (vLLM refuses it up front)
                 self.sim.reject(req, now, self)
                 continue
-            if len(self.prefill_q) + self.n_dec >= self.max_seqs:
+            if len(prefill_q) + self.n_dec >= self.max_seqs:
                 break
-            pd_on_decode = req.path == PD and self.role != "P" and not req.recompute
+            pd_on_decode = not on_p and req.path == PD and not req.recompute
             length = req.prompt + req.gen             # a preempted request recomputes what it had generated
-            cached = 0 if pd_on_decode else self.kv.hit(req.conv, length)
-            need = blocks_for(length)
-            held = self.used + self.dec_blocks.at(steps) + need
-            if held > self.cap_blocks:
+            cached = 0 if pd_on_decode else kv.hit(req.conv, length)
+            need = -(-length // BLOCK)
+            held = self.used + (dec_blocks.v_c if dec_blocks.s_c == steps else dec_blocks.at(steps)) + need
+            if held > cap:
                 break                                 # even with every cached block evicted: wait
             # cached blocks of this conversation turn into the request's; PD on D: superseded by the transfer
-            self.kv.take(req.conv)
-            over = held + self.kv.blocks - self.cap_blocks
+            kv.take(req.conv)
+            over = held + kv.blocks - cap
             if over > 0:
-                self.kv.evict(over)
-            self.waiting.popleft()
+                kv.evict(over)
+            waiting.popleft()
             self.used += need
             self.alloc[req.rid] = need
             self.admitted += 1
@@ -150,7 +153,7 @@ class Node(NodeMemory):
                 req.cached = cached
                 req.prefill_tokens = req.remaining_prefill
             req.where = "prefill"
-            self.prefill_q.append(req)
+            prefill_q.append(req)
             admitted = True
         if admitted:
             self.kick(now)
@@ -212,7 +215,10 @@ class Node(NodeMemory):
             j = int((-h + math.sqrt(h * h + 2.0 * b * dt)) / b)
         else:
             j = int(dt / a)
-        j = max(0, min(j, k - 1))
+        if j > k - 1:
+            j = k - 1
+        if j < 0:
+            j = 0
         while j + 1 < k and (j + 1) * a + b * (j + 1) * j * 0.5 <= dt:
             j += 1
         while j > 0 and j * a + b * j * (j - 1) * 0.5 > dt:
@@ -231,17 +237,22 @@ class Node(NodeMemory):
         if self.prefill_q:
             budget = self.mbt - self.n_dec
             chunks, spec = [], []
+            sends = 0                  # chunks that finish their request's prefill
             for req in self.prefill_q:
                 if budget <= 0:
                     break
-                n = min(req.remaining_prefill, budget)
+                n = req.remaining_prefill
+                if n > budget:
+                    n = budget
+                else:
+                    sends += 1
                 budget -= n
                 chunks.append((req, n))
                 spec.append((n, req.done_prefill, req.full_prefill))
             if chunks:
                 t = self.pm.iteration(spec, self.n_dec, self.base_sum + self.n_dec * self.steps)
                 if self.role == "P":   # P's step waits for each finished request's KV send to be queued
-                    t += self.pm.p_send_s * sum(1 for req, n in chunks if n == req.remaining_prefill)
+                    t += self.pm.p_send_s * sends
                 self.busy, self.iter, self.seg = True, chunks, None
                 self.version += 1
                 self.busy_time += t
@@ -254,8 +265,9 @@ class Node(NodeMemory):
             k = 1 if self.exact else self.dec_heap[0][0] - self.steps
             if k > 1:   # cut where the batch outgrows its blocks (cached ones are evictable)
                 room = self.cap_blocks - self.used
-                if self.dec_blocks.at(self.steps + k - 1) > room:
-                    k = self.dec_blocks.steps_within(self.steps, room)
+                db = self.dec_blocks
+                if db.bound(self.steps + k - 1) > room and db.at(self.steps + k - 1) > room:
+                    k = db.steps_within(self.steps, room)
             n_dec = self.n_dec
             a, b = self.pm.decode_coeffs(n_dec)
             a = a + b * (self.base_sum + n_dec * self.steps)

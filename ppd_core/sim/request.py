@@ -14,7 +14,7 @@ class Request:
                  "decode_node", "cached", "prefill_tokens", "kv_bytes", "first_token", "finish", "status",
                  "aborted", "remaining_prefill", "done_prefill", "full_prefill", "join_step",
                  "reserved_on", "where", "prefill_done_at", "transfer_done_at", "blocks_decode", "created",
-                 "est", "gen", "base", "seq", "recompute", "preemptions")
+                 "est", "gen", "base", "seq", "recompute", "preemptions", "inv_output")
 
     def __init__(self, rid: int, conv: int, turn: int, sent: float, new_input: int, output: int, prompt: int):
         self.rid = rid
@@ -24,6 +24,7 @@ class Request:
         self.sent = sent                # it left the client (later than created only while waiting for a slot)
         self.new_input = new_input
         self.output = output
+        self.inv_output = 1.0 / max(output, 1)   # Eq.1's dTPOT sums it over a decode batch
         self.prompt = prompt            # prompt tokens = history + new input
         self.path = ""
         self.prefill_node = -1

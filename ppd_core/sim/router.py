@@ -20,6 +20,7 @@ MASK64 = (1 << 64) - 1
 
 
 class PRouter(Protocol):
+    """A pure function of the cluster state: the engine asks it at most once per routed request."""
     def pick(self, p_nodes: Sequence["Node"], key: int, slot: int, n_slots: int) -> "Node": ...
 
 

@@ -73,7 +73,7 @@ class NodeView:
     def inverse_output_sum(self) -> float:
         """Sum over the decode batch of 1 / (output tokens): a stall of t seconds raises request i's TPOT by
         t / output_i, so t times this sum is the batch's summed TPOT increase (in seconds per token)."""
-        return sum(1.0 / max(e[2].output, 1) for e in self._node.dec_heap)
+        return sum([e[2].inv_output for e in self._node.dec_heap])   # inv_output = 1 / max(output, 1)
 
 
 class ClusterView:
