@@ -30,7 +30,7 @@ class Flow:
 
 class Fabric:
     __slots__ = ("sim", "bw", "latency", "fair", "flows", "last", "version", "bytes_moved", "transfers",
-                 "busy_time")
+                 "busy_time", "on")
 
     def __init__(self, sim: "Scheduler", bandwidth_Bps: float, latency_s: float, fair: bool):
         self.sim = sim
@@ -38,6 +38,7 @@ class Fabric:
         self.latency = latency_s
         self.fair = fair
         self.flows: list[Flow] = []
+        self.on: dict[int, int] = {}   # node id -> flows in progress from or to it (active_on)
         self.last = 0.0
         self.version = 0
         self.bytes_moved = 0
@@ -54,6 +55,10 @@ class Fabric:
             return
         self._advance(now)
         self.flows.append(Flow(req, src, dst, nbytes, now))
+        on = self.on
+        on[src] = on.get(src, 0) + 1
+        if dst != src:
+            on[dst] = on.get(dst, 0) + 1
         self._reschedule(now)
 
     def _advance(self, now: float) -> None:
@@ -108,8 +113,11 @@ class Fabric:
             done = [min(self.flows, key=lambda f: f.remaining / f.rate)]
         for f in done:
             self.flows.remove(f)
+            self.on[f.src] -= 1
+            if f.dst != f.src:
+                self.on[f.dst] -= 1
             self.sim.transfer_done_at(now + self.latency, f.req, f.start)
         self._reschedule(now)
 
     def active_on(self, nid: int) -> int:
-        return sum(1 for f in self.flows if f.src == nid or f.dst == nid)
+        return self.on.get(nid, 0)

@@ -233,7 +233,10 @@ class Node(NodeMemory):
             self.busy = False
             self.iter = self.seg = None
             return
-        self._fit_running(now)
+        db = self.dec_blocks
+        d = self.steps - db.s_c    # _fit_running's own first test (at(steps) <= its bound), inlined: it is hot
+        if self.used + (db.v_c if d <= 0 else db.v_c + db.n * -(-d // BLOCK)) + self.kv.blocks > self.cap_blocks:
+            self._fit_running(now)
         if self.prefill_q:
             budget = self.mbt - self.n_dec
             chunks, spec = [], []
@@ -317,7 +320,10 @@ class Node(NodeMemory):
         self.iter = self.seg = None
         if self.dirty:
             self._drop_aborted(now)
-        self._fit_running(now)      # running requests get this step's blocks before any admission
+        db = self.dec_blocks        # running requests get this step's blocks before any admission
+        d = self.steps - db.s_c
+        if self.used + (db.v_c if d <= 0 else db.v_c + db.n * -(-d // BLOCK)) + self.kv.blocks > self.cap_blocks:
+            self._fit_running(now)
         if self.waiting:
             self.try_admit(now)
         if not self.busy:
