@@ -433,3 +433,51 @@ def test_check_invariants_rejects_broken_runs(kind):
     df, summary = _tamper(kind, res.records.copy(), json.loads(json.dumps(res.summary)))
     with pytest.raises(AssertionError):
         check_invariants(dataclasses.replace(res, records=df, summary=summary))
+
+
+# ---- speed work (issue #13) that must not move a number ------------------------------------------------------
+def test_summary_percentiles_and_medians_equal_numpys():
+    """The summary's own percentile / median (no numpy.ma import) give numpy's floats bit for bit."""
+    from ppd_core.metrics.report import percentiles
+    from ppd_core.metrics.saturation import median
+    rng = np.random.default_rng(13)
+    for trial in range(600):
+        n = int(rng.integers(1, 40)) if trial % 5 else int(rng.integers(40, 3000))
+        v = rng.lognormal(3, 1.5, n) if trial % 2 else rng.integers(0, 4, n) * 0.1   # ties too
+        qs = (10, 50, 90, 99) if trial % 3 else tuple(int(q) for q in rng.integers(0, 101, 4))
+        assert percentiles(v, qs) == [float(x) for x in np.percentile(v, qs)], (trial, n, qs)
+        assert median(v) == float(np.median(v)), (trial, n)
+    assert math.isnan(median(np.array([1.0, math.nan, 2.0])))
+
+
+def test_decode_block_bound_is_an_upper_bound_exact_at_the_cached_step():
+    from ppd_core.sim.memory import DecodeBlocks
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        db = DecodeBlocks()
+        for c in rng.integers(0, 4000, int(rng.integers(1, 30))):
+            db.add(int(c))
+        for s in rng.integers(0, 2000, 30):
+            s = int(s)
+            assert db.bound(s) >= db.at_direct(s)
+            db.at(s)
+            assert db.bound(s) == db.at_direct(s) == db.at(s)
+
+
+def test_timeouts_fire_on_time_when_they_are_queued_out_of_order():
+    """Timeouts wait in a FIFO beside the heap; with think times (a later turn's deadline can precede an
+    earlier arrival's) some go to the heap. Either way each fires exactly timeout_s after its request left."""
+    sc = Scenario(layout="1P_3D", policy="pd", conversations=50, qps=40, timeout_s=2, think_time_s=0.7)
+    res, sim = simulate_checked(sc)
+    timed_out = [r for r in sim.requests if r.status == TIMEOUT]
+    assert len(timed_out) >= 5
+    assert all(r.finish == r.sent + sc.timeout_s for r in timed_out)
+    assert all(r.finish >= 0 for r in sim.requests if r.status != "unfinished")
+    check_invariants(res, sc)
+
+
+def test_bench_run_events_per_request_no_higher_than_before():
+    """Issue #13: the ShareGPT bench run on 2P_2D takes <= 9.5 events per request (21,021 for 2,221)."""
+    res = ppd_core.run(Scenario(layout="2P_2D", policy="pd"))
+    events, requests = res.summary["sim"]["events"], res.summary["groups"]["all"]["count"]
+    assert requests > 2000 and events / requests <= 9.5

@@ -42,13 +42,13 @@ def add_trace_args(p, trace_help: str) -> None:
 def cli_trace(args: Any, qps: Iterable[float], out: TextIO) -> tuple[Conversation, ...] | None:
     """Import ``args.trace`` (None if not given), printing to ``out`` what the import found and how each
     qps value times it (``TraceStats.describe``, ``describe_replay``)."""
-    from ..workloads.traces import describe_replay, import_trace
     if not getattr(args, "trace", None):
         for flag, value in (("--time-unit", getattr(args, "time_unit", None)),
                             ("--block-tokens", getattr(args, "block_tokens", None))):
             if value is not None:
                 raise ScenarioError(flag, "applies only to a trace; add --trace FILE")
         return None
+    from ..workloads.traces import describe_replay, import_trace   # the trace readers: only with a trace
     convs, stats = import_trace(args.trace, time_unit=args.time_unit, block_tokens=args.block_tokens)
     print(stats.describe(), file=out)
     for q in sorted(set(qps)):

@@ -93,11 +93,31 @@ def client_clock(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def percentiles(v: np.ndarray, qs=(10, 50, 90, 99)) -> list[float]:
+    """``np.percentile(v, qs)`` (method "linear") with numpy's own arithmetic step by step, on a sorted copy:
+    the same floats, without numpy's quantile machinery (which imports numpy.ma on every first call).
+    ``v``: no NaN, at least one value."""
+    s = np.sort(v)
+    n = s.size
+    out = []
+    for q in qs:
+        vi = (n - 1) * (q / 100)            # numpy: virtual index (n - 1) * q, q = q / 100
+        if vi >= n - 1:
+            out.append(float(s[-1]))
+            continue
+        lo = int(vi // 1)                   # floor (vi >= 0)
+        gamma = vi - lo
+        a, b = float(s[lo]), float(s[lo + 1])
+        diff = b - a                        # numpy's _lerp: from the nearer end
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+    return out
+
+
 def _stats(values: np.ndarray) -> dict[str, float | None]:
     v = values[~np.isnan(values)]
     if v.size == 0:
         return {"mean": None, "p10": None, "p50": None, "p90": None, "p99": None}
-    p10, p50, p90, p99 = np.percentile(v, [10, 50, 90, 99])
+    p10, p50, p90, p99 = percentiles(v)
     return {"mean": _r(v.mean()), "p10": _r(p10), "p50": _r(p50), "p90": _r(p90), "p99": _r(p99)}
 
 

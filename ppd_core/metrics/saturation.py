@@ -67,6 +67,18 @@ def _kv_demand(sim, df: Columns, ts: np.ndarray) -> float:
     return worst
 
 
+def median(x: np.ndarray) -> float:
+    """``float(np.median(x))`` for a non-empty 1-D array, the same floats (middle value, or the mean of the two
+    middle ones; NaN if any value is NaN) without numpy's NaN check, which imports numpy.ma on first use."""
+    s = np.sort(x)
+    n = s.size
+    if s[-1] != s[-1]:                       # NaN sorts last
+        return float("nan")
+    if n % 2:
+        return float(s[n // 2])
+    return (float(s[n // 2 - 1]) + float(s[n // 2])) / 2.0
+
+
 def saturation(sim, df: pd.DataFrame | Columns) -> dict:
     df = as_columns(df)
     made = df["arrival_s"]
@@ -93,7 +105,7 @@ def saturation(sim, df: pd.DataFrame | Columns) -> dict:
     first, second = ok & (made >= w0) & (made < mid), ok & (made >= mid) & (made <= t1)
 
     def med(x, m):
-        return float(np.median(x[m])) if m.any() else float("nan")
+        return median(x[m]) if m.any() else float("nan")
     m1, m2 = med(ttft, first), med(ttft, second)
     t1st = df["turn"] == 1
     c1, c2 = med(wait, first & t1st), med(wait, second & t1st)
