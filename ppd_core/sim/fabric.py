@@ -101,7 +101,8 @@ class Fabric:
         if not self.flows:
             return
         self._rates()
-        t = min(f.remaining / f.rate for f in self.flows)
+        flows = self.flows
+        t = flows[0].remaining / flows[0].rate if len(flows) == 1 else min(f.remaining / f.rate for f in flows)
         self.sim.wake_fabric(now + max(t, 0.0), self, self.version)
 
     def wake(self, now: float, version: int) -> None:

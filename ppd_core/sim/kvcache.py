@@ -45,7 +45,8 @@ class BlockLRU:
 
     def hit(self, conv: int, prompt: int) -> int:
         """Prompt tokens of ``conv`` found in the cache: the cached head, in whole blocks."""
-        return min(self.entries.get(conv, 0) * BLOCK, (prompt // BLOCK) * BLOCK)
+        cached, whole = self.entries.get(conv, 0) * BLOCK, (prompt // BLOCK) * BLOCK
+        return cached if cached < whole else whole
 
     def take(self, conv: int) -> int:
         """Remove ``conv``'s cached blocks (they turn into a running request's blocks); returns how many."""
