@@ -112,8 +112,11 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     # the request reaches D after its hop: it waits for what is left of that work, or (D decoding) for the
     # decode step in progress, half a step on average
     wait_d = max(d_backlog - hop_d, 0.5 * step if batch else 0.0)
-    ttft_local = hop_d + wait_d + drain(pm, [], own_local, batch, ctx_sum, budget)
     it_local = pm.iteration([own_local], batch, ctx_sum)
+    room = budget - batch if budget - batch > 1 else 1
+    # its own prefill: one iteration when it fits (drain's value then, 0.0 + (it_local + 0.0), is it_local)
+    ttft_local = hop_d + wait_d + (it_local if own_local[0] <= room else drain(pm, [], own_local, batch, ctx_sum,
+                                                                              budget))
     # PD: re-prefill on the P the router picks, send, hand-off, transfer, one iteration on D
     p = view.pick_p()
     cached_p = p.cached_for(req.conv, prompt)
