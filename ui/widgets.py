@@ -231,6 +231,15 @@ def nav_links(sc: Scenario, here: str) -> None:
         st.sidebar.page_link(path, label=label, query_params=p)
 
 
+def classroom() -> bool:
+    """Classroom mode (``present=1``, a page-only key every scenario page takes): remembered for this run so
+    ``charts.chart`` draws large text; returns it."""
+    from .controls import PRESENT
+    present = st.session_state.get("present", PRESENT.default) == "1"
+    st.session_state["_present"] = present
+    return present
+
+
 def sample_warnings(summaries: Mapping[str, dict]) -> None:
     """The runs' ``summary["warnings"]`` (figures resting on fewer than ``metrics.report.MIN_SAMPLE``
     requests), one st.warning per system that has any, shown where those numbers are shown."""
@@ -240,12 +249,13 @@ def sample_warnings(summaries: Mapping[str, dict]) -> None:
             st.warning(f"{name}: " + "; ".join(ws), icon="⚠️")
 
 
-def verdict_box(summaries: dict, layouts: dict, present: bool = False) -> str:
-    """The verdict sentence (``ui.verdict``), large, in a bordered box; returns its text."""
+def verdict_box(summaries: dict, layouts: dict, present: bool = False, goodput: dict | None = None) -> str:
+    """The verdict sentence (``ui.verdict``; ``goodput``: {system: conv/s} once known), large, in a bordered
+    box; returns its text."""
     import html
 
     from .verdict import sentence
-    text = sentence(summaries, layouts)
+    text = sentence(summaries, layouts, goodput)
     size = "1.9rem" if present else "1.15rem"
     with st.container(border=True):
         st.markdown(f'<div id="ppd-verdict" style="font-size:{size};line-height:1.4">{html.escape(text)}</div>',
