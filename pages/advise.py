@@ -10,7 +10,7 @@ from ppd_core.config.scenario import Scenario, parse_lenient
 from ppd_core.analysis.grid import PAPER_QPS
 from ui import runner, uploads, widgets
 from ui.advisor_view import pareto_figure, run_advisor
-from ui.controls import Control, controls_for
+from ui.controls import PRESENT, Control, controls_for
 
 GPU_COUNTS = ("1", "2", "4", "8", "16")
 #: The Advisor's own URL keys; gpu, model, tp and workload are the shared scenario keys.
@@ -26,7 +26,7 @@ TIME_UNIT = Control("adv_time_unit", "Trace time unit", "select", options=upload
                     default="auto", help="Unit of the trace's timestamps. auto: the format's documented unit "
                     "(Mooncake: integer ms, refused with a fraction; CSV: the arrival column in seconds, or the "
                     "unit its name gives). A Mooncake trace with fractional timestamps needs s, ms or us.")
-EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT, TIME_UNIT)
+EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT, TIME_UNIT, PRESENT)
 
 
 st.title("Advisor")
@@ -37,6 +37,7 @@ st.caption("Which layout and Turn 2+ policy for your GPUs, workload and SLOs? Ev
 
 ctrls = controls_for("advise")
 state = widgets.carry_scenario("advise", EXTRAS)
+widgets.classroom()
 widgets.show_warnings(state.warnings)
 with st.form("advise_form"):
     c1, c2, c3, c4 = st.columns(4)
