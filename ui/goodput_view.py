@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import MappingProxyType
 from typing import Any, Mapping
 
 import pandas as pd
@@ -26,7 +27,7 @@ ATTAIN = 0.9                      # the CLI's default (--attain 0.9)
 EXPECTED_RUNS = 6                 # a typical search per system (tests/golden: 4-7), for the progress bar
 MEMO = "_goodput_memo"            # session_state: {(scenario, attain): result} computed in this session
 MEMO_MAX = 32
-LIMITS = {"ttft": "TTFT SLO", "tpot": "TPOT SLO", "success": "success rate"}
+LIMITS = MappingProxyType({"ttft": "TTFT SLO", "tpot": "TPOT SLO", "success": "success rate"})
 
 
 class SearchProgress:

@@ -69,7 +69,7 @@ def panel(sc: Scenario, records: pd.DataFrame) -> None:
                         + ("; the slider stops at 100." if rng[1] > 100 else "."))
         else:
             st.markdown("No request has both a TTFT gain and a TPOT loss: no w_tpot changes a decision.")
-        st.table(moved_table(records, sc.w_ttft, sc.w_tpot))
+        st.dataframe(moved_table(records, sc.w_ttft, sc.w_tpot), width="content")
         st.caption("Requests moved: Turn 2+ requests whose decision (S > 0: local) would differ from the path "
                    "they took, at that w_tpot, on their logged estimates (to first order: the cluster state "
                    "would itself change with the decisions)."
