@@ -267,9 +267,9 @@ def preset_links(active: Any = None) -> None:
     """One link per teaching preset (``ui.presets``): a click opens its scenario; the link is shareable."""
     from .presets import PRESETS
     st.markdown("**Presets that teach** — one click each; the address bar is then the preset's share link:")
-    cols = st.columns(len(PRESETS))
-    for col, p in zip(cols, PRESETS):
-        col.page_link("pages/explore.py", label=p.title, query_params=p.query(), help=p.look_at,
+    row = st.container(horizontal=True, wrap=True, gap="small")     # wraps at 1280 px instead of cutting titles
+    for p in PRESETS:
+        row.page_link("pages/explore.py", label=p.title, query_params=p.query(), help=p.look_at,
                       icon=":material/check_circle:" if active is p else ":material/school:")
 
 
