@@ -124,19 +124,27 @@ advice = runner.run_or_stop(lambda: run_advisor(*inputs), "Advisor")
 ranked = advice.ranked
 best = ranked.iloc[0]
 by = advice.request.rank_by
+top = best["goodput_qps"] >= max(advice.request.qps)      # the grid goodput cannot see past the range
 lead = "" if by == "attainment" else (
-    f"goodput {best['goodput_qps']:g} conv/s = {best['goodput_per_gpu']:.3g} per GPU"
+    f"goodput {'≥ ' if top else ''}{best['goodput_qps']:g} conv/s = {best['goodput_per_gpu']:.3g} per GPU"
     + (f", {best['goodput_per_usd_h']:.3g} per GPU-$/h" if by == "goodput_per_usd" else "") + ", ")
 st.success(f"Best by {RANK_TEXT[by]}: **{best['layout']}** on {best['gpu']} ({best['label']}) — {lead}"
            f"score {best['score']:.3f}, Turn 2+ TTFT "
            f"{best['ttft_ms']:.1f} ms, TPOT {best['tpot_ms']:.2f} ms, {best['throughput_tok_s']:,.0f} tok/s. "
            f"[Open in Explore]({best['explore']})")
+if by != "attainment" and top:
+    st.caption("The best goodput is the top of the QPS range: add higher rates to the range to tell the leaders "
+               "apart (their order is then the attainment score's).")
 for note in advice.notes:       # "warning: ..." = the ranking rests on few Turn 2+ requests (metrics MIN_SAMPLE)
     (st.warning if note.startswith("warning") else st.caption)(note)
 
 st.subheader("Ranked candidates")
+goodput_cols = ["goodput_qps", "goodput_per_gpu", "goodput_per_usd_h"]
+other_cols = ["score", "slo_ttft", "slo_tpot", "ttft_ms", "tpot_ms", "throughput_tok_s", "min_success_rate"]
+order = ["rank", "layout", "gpu", "label"] + (other_cols + goodput_cols if by == "attainment" else
+                                              goodput_cols + other_cols) + ["eligible", "pareto", "explore"]
 st.dataframe(
-    ranked, hide_index=True, width="stretch",
+    ranked, hide_index=True, width="stretch", column_order=order,     # the CSV below has every column
     column_config={
         "explore": st.column_config.LinkColumn("Explore", display_text="open"),
         "score": st.column_config.NumberColumn(format="%.3f"),

@@ -10,12 +10,15 @@ widgets.classroom()
 sc = state.scenario
 widgets.nav_links(sc, "sweep")
 
-st.title("Sweeps")
+url = widgets.sync("sweep", sc, (PRESENT,))
+head, link = st.columns([3, 2], vertical_alignment="bottom")
+head.title("Sweeps")
+with link:
+    st.code(url, language=None, wrap_lines=False)      # the copy button is at its right edge; full box below
 st.caption("The sidebar scenario is the base point; each sweep varies one key and runs PPD (this scenario), PD "
            "(x = 0, same GPUs) and Replica (same GPU count). Lines are the p50 of Turn 2+ requests, bands p10–p90. "
            "Every point is cached per scenario, so revisiting is instant.")
 widgets.show_warnings(state.warnings)
-url = widgets.share_box("sweep", sc, (PRESENT,))
 if state.infeasible:
     st.error(f"Nothing to simulate: {state.infeasible}", icon=":material/memory:")
     st.stop()
@@ -81,3 +84,4 @@ c3.download_button("Frontier (CSV)", data=lambda: exports.csv_with_context(
 c4.download_button("Goodput (CSV)", data=lambda: exports.csv_with_context(
     goodput_view.table(good, {n: s.layout for n, s in systems.items()}).reset_index(), url, about),
                    file_name="sweep_goodput.csv", mime="text/csv", on_click="ignore", icon=":material/download:")
+widgets.share_box("sweep", sc, (PRESENT,))
