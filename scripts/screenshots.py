@@ -26,7 +26,7 @@ OUT = ROOT / "docs" / "screenshots"
 CHECK = ROOT / "artifacts" / "screenshots"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-ADVISOR = "advise?adv_rank=goodput_per_usd&adv_gpu_types=H100-SXM,A100-80GB&adv_convs=100&adv_qps=2,4,8"
+ADVISOR = "advise?adv_rank=goodput_per_usd&adv_gpu_types=H100-SXM,A100-80GB&adv_convs=100&adv_qps=4,8,16"
 #: (name, path, charts to wait for, button to press first or None)
 PAGES = (("explore", "", 4, "Compute goodput"), ("sweep", "sweep", 5, None), ("advise", ADVISOR, 1, "Run advisor"),
          ("learn", "learn", 2, None), ("paper", "paper", 1, None), ("validation", "validation", 0, None))
