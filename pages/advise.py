@@ -6,11 +6,12 @@ import streamlit as st
 
 from ppd_core.analysis import advisor as adv
 from ppd_core.config.errors import PPDError
-from ppd_core.config.scenario import Scenario, parse_lenient
+from ppd_core.config.scenario import SPEC, Scenario, parse_lenient
+from ppd_core.model import feasibility
 from ppd_core.analysis.grid import PAPER_QPS
-from ui import runner, uploads, widgets
+from ui import charts, runner, uploads, widgets
 from ui.advisor_view import pareto_figure, run_advisor
-from ui.controls import Control, controls_for
+from ui.controls import PRESENT, Control, controls_for
 
 GPU_COUNTS = ("1", "2", "4", "8", "16")
 #: The Advisor's own URL keys; gpu, model, tp and workload are the shared scenario keys.
@@ -26,7 +27,17 @@ TIME_UNIT = Control("adv_time_unit", "Trace time unit", "select", options=upload
                     default="auto", help="Unit of the trace's timestamps. auto: the format's documented unit "
                     "(Mooncake: integer ms, refused with a fraction; CSV: the arrival column in seconds, or the "
                     "unit its name gives). A Mooncake trace with fractional timestamps needs s, ms or us.")
-EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT, TIME_UNIT)
+RANK = Control("adv_rank", "Rank by", "select", options=adv.RANK_BY, default="attainment",
+               help="attainment: the weighted Turn 2+ SLO attainment averaged over the QPS range; goodput_per_gpu / "
+                    "goodput_per_usd: the highest QPS of the range up to which ≥ 90 % of Turn 2+ requests meet both "
+                    "SLOs, per GPU or per GPU-dollar-hour (catalog prices, data/gpus.json). Ties: the attainment.")
+GPU_TYPES = Control("adv_gpu_types", "Compare GPU types (empty: the GPU type above)", "multi",
+                    options=SPEC["gpu"].choice_list(), default=(),
+                    help="Every candidate runs on each listed GPU type (same GPU count), so the ranking compares "
+                         "GPU types too; each type multiplies the runs.")
+EXTRAS = (N_GPUS, CONVS, QPS, SLO_TTFT, SLO_TPOT, W_TTFT, W_TPOT, TIME_UNIT, RANK, GPU_TYPES, PRESENT)
+RANK_TEXT = {"attainment": "SLO attainment score", "goodput_per_gpu": "goodput per GPU",
+             "goodput_per_usd": "goodput per GPU-dollar-hour"}
 
 
 st.title("Advisor")
@@ -37,6 +48,7 @@ st.caption("Which layout and Turn 2+ policy for your GPUs, workload and SLOs? Ev
 
 ctrls = controls_for("advise")
 state = widgets.carry_scenario("advise", EXTRAS)
+widgets.classroom()
 widgets.show_warnings(state.warnings)
 with st.form("advise_form"):
     c1, c2, c3, c4 = st.columns(4)
@@ -52,6 +64,9 @@ with st.form("advise_form"):
     slo_tpot = float(widgets.render_extra(SLO_TPOT, s2))
     w_ttft = float(widgets.render_extra(W_TTFT, s3))
     w_tpot = float(widgets.render_extra(W_TPOT, s4))
+    r1, r2 = st.columns([1, 3])
+    rank_by = str(widgets.render_extra(RANK, r1))
+    gpu_types = tuple(widgets.render_extra(GPU_TYPES, r2))
     t1, t2 = st.columns([3, 1])
     upload = t1.file_uploader("Your own trace (optional; replaces the workload): ShareGPT/WildChat JSON, Mooncake "
                               "JSONL or CSV (up to 50 MiB)", type=["json", "jsonl", "csv"], key="adv_trace")
@@ -66,6 +81,15 @@ if infeasible:
     st.session_state.pop("adv_inputs", None)
     st.stop()
 
+def gpu_types_problem(sc: Scenario, types: tuple) -> str | None:
+    """One line when a compared GPU type cannot hold the model at this TP."""
+    for g in types:
+        bad = feasibility.check(sc.with_(gpu=g))
+        if bad is not None:
+            return f"`adv_gpu_types`: {g} cannot be compared: {bad.message}"
+    return None
+
+
 if submitted:
     try:
         trace_bytes = upload.getvalue() if upload is not None else None
@@ -74,7 +98,13 @@ if submitted:
             uploads.import_trace_upload(trace_bytes, trace_name, time_unit)
         base = Scenario(gpu=shared.gpu, model=shared.model, tp=shared.tp, conversations=conversations,
                         workload="trace" if trace_bytes is not None else shared.workload)
-        req = adv.AdviseRequest(n_gpus, base, tuple(qps), slo_ttft, slo_tpot, w_ttft, w_tpot)
+        problem = gpu_types_problem(base, gpu_types)
+        if problem:
+            st.session_state.pop("adv_inputs", None)
+            st.error(problem)
+            st.stop()
+        req = adv.AdviseRequest(n_gpus, base, tuple(qps), slo_ttft, slo_tpot, w_ttft, w_tpot, rank_by=rank_by,
+                                gpu_types=gpu_types)
         adv.plan(req)                                         # refuse oversized plans before running
     except PPDError as exc:
         st.session_state.pop("adv_inputs", None)
@@ -93,15 +123,28 @@ advice = runner.run_or_stop(lambda: run_advisor(*inputs), "Advisor")
 
 ranked = advice.ranked
 best = ranked.iloc[0]
-st.success(f"Best: **{best['layout']}** ({best['label']}) — score {best['score']:.3f}, Turn 2+ TTFT "
+by = advice.request.rank_by
+top = best["goodput_qps"] >= max(advice.request.qps)      # the grid goodput cannot see past the range
+lead = "" if by == "attainment" else (
+    f"goodput {'≥ ' if top else ''}{best['goodput_qps']:g} conv/s = {best['goodput_per_gpu']:.3g} per GPU"
+    + (f", {best['goodput_per_usd_h']:.3g} per GPU-$/h" if by == "goodput_per_usd" else "") + ", ")
+st.success(f"Best by {RANK_TEXT[by]}: **{best['layout']}** on {best['gpu']} ({best['label']}) — {lead}"
+           f"score {best['score']:.3f}, Turn 2+ TTFT "
            f"{best['ttft_ms']:.1f} ms, TPOT {best['tpot_ms']:.2f} ms, {best['throughput_tok_s']:,.0f} tok/s. "
            f"[Open in Explore]({best['explore']})")
+if by != "attainment" and top:
+    st.caption("The best goodput is the top of the QPS range: add higher rates to the range to tell the leaders "
+               "apart (their order is then the attainment score's).")
 for note in advice.notes:       # "warning: ..." = the ranking rests on few Turn 2+ requests (metrics MIN_SAMPLE)
     (st.warning if note.startswith("warning") else st.caption)(note)
 
 st.subheader("Ranked candidates")
+goodput_cols = ["goodput_qps", "goodput_per_gpu", "goodput_per_usd_h"]
+other_cols = ["score", "slo_ttft", "slo_tpot", "ttft_ms", "tpot_ms", "throughput_tok_s", "min_success_rate"]
+order = ["rank", "layout", "gpu", "label"] + (other_cols + goodput_cols if by == "attainment" else
+                                              goodput_cols + other_cols) + ["eligible", "pareto", "explore"]
 st.dataframe(
-    ranked, hide_index=True, width="stretch",
+    ranked, hide_index=True, width="stretch", column_order=order,     # the CSV below has every column
     column_config={
         "explore": st.column_config.LinkColumn("Explore", display_text="open"),
         "score": st.column_config.NumberColumn(format="%.3f"),
@@ -111,10 +154,17 @@ st.dataframe(
         "ttft_ms": st.column_config.NumberColumn("T2+ TTFT ms", format="%.1f"),
         "tpot_ms": st.column_config.NumberColumn("T2+ TPOT ms", format="%.2f"),
         "throughput_tok_s": st.column_config.NumberColumn("tok/s", format="%.0f"),
+        "goodput_qps": st.column_config.NumberColumn("goodput conv/s", format="%g"),
+        "goodput_per_gpu": st.column_config.NumberColumn("goodput /GPU", format="%.3g"),
+        "goodput_per_usd_h": st.column_config.NumberColumn("goodput /GPU-$/h", format="%.3g"),
     })
 st.caption("Score = mean over the QPS range of (w_TTFT·A_TTFT + w_TPOT·A_TPOT)/(w_TTFT + w_TPOT), where A is the "
            "share of successful Turn 2+ requests within the SLO. TTFT/TPOT columns are Turn 2+ means averaged "
-           "over the QPS range; each Explore link opens the candidate at the highest QPS.")
-st.plotly_chart(pareto_figure(ranked), key="adv_pareto")
+           "over the QPS range; each Explore link opens the candidate at the highest QPS. Goodput = the highest QPS "
+           f"of the range up to which ≥ {100 * advice.request.attain:.0f} % of Turn 2+ requests meet both SLOs "
+           f"(TTFT ≤ {advice.request.slo_ttft_ms:g} ms and TPOT ≤ {advice.request.slo_tpot_ms:g} ms; 0 when the "
+           "lowest QPS misses); per GPU-$/h uses each GPU's catalog price. Ranked by "
+           f"{RANK_TEXT[by]}, ties by the score.")
+charts.chart(pareto_figure(ranked), "adv_pareto")
 st.download_button("Ranked candidates (CSV)", data=ranked.to_csv(index=False).encode(), file_name="ppd_advice.csv",
                    mime="text/csv", on_click="ignore", icon=":material/download:")

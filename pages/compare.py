@@ -2,13 +2,14 @@
 import streamlit as st
 
 from ui import compare, runner, widgets
-from ui.controls import Control
+from ui.controls import PRESENT, Control
 
 LINK_A = Control("cmp_a", "Link A", "text", default="", hi=4000,
                  help="Paste a shared link of any page (or key=value&… pairs); page-only keys are ignored.")
 LINK_B = Control("cmp_b", "Link B", "text", default="", hi=4000, help=LINK_A.help)
 
-state = widgets.carry_scenario("compare", (LINK_A, LINK_B))
+state = widgets.carry_scenario("compare", (LINK_A, LINK_B, PRESENT))
+widgets.classroom()
 st.title("Compare two links")
 st.caption("Paste two shared links (from any page). The page shows which scenario keys differ and both runs "
            "side by side with B − A. This page's own link keeps both, so a comparison is shareable too.")
@@ -18,7 +19,7 @@ with c1:
     a_link = widgets.render_extra(LINK_A)
 with c2:
     b_link = widgets.render_extra(LINK_B)
-url = widgets.sync("compare", state.scenario, (LINK_A, LINK_B))
+url = widgets.sync("compare", state.scenario, (LINK_A, LINK_B, PRESENT))
 if not a_link or not b_link:
     st.info("Paste a link into A and B (e.g. open Explore, change one control, copy the address).",
             icon=":material/link:")

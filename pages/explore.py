@@ -2,13 +2,12 @@
 one compact chart of the three systems, their cards, then the details."""
 import streamlit as st
 
-from ui import cards, charts, exports, presets, runner, widgets
+from ui import cards, charts, exports, goodput_view, presets, runner, weights_view, widgets
 from ui.controls import PRESENT, PRESET
 
 state = widgets.scenario_sidebar("explore", extras=(PRESET, PRESENT))
 sc = state.scenario
-present = st.session_state.get("present", PRESENT.default) == "1"
-st.session_state["_present"] = present
+present = widgets.classroom()
 preset = presets.by_key(st.session_state.get("preset", ""))
 if preset is not None and preset.scenario() != sc:     # the controls moved away from the preset
     st.session_state["preset"] = PRESET.default
@@ -33,7 +32,7 @@ layouts = {name: s.layout for name, s in scenarios.items()}
 
 if preset is not None:
     st.markdown(f"**Preset · {preset.title}.** Look at: {preset.look_at}")
-widgets.verdict_box(summaries, layouts, present)
+widgets.verdict_box(summaries, layouts, present, goodput_view.rates(goodput_view.known(sc)))
 widgets.run_status(sc, summaries)
 
 if present:
@@ -43,6 +42,8 @@ else:
     charts.chart(charts.systems_figure(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms), "explore_systems",
                  "Bars: Turn 2+ mean; whiskers: p90; dashed: SLO thresholds (slo_ttft_ms, slo_tpot_ms).")
     cards.system_cards(summaries, layouts)
+    goodput_view.panel(sc, layouts)           # on a button: it takes several runs per system
+    weights_view.panel(sc, results["PPD"]["records"])
 
 if preset is not None:
     with st.container(border=True):

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from ui import cards, charts, runner, timeline, widgets
-from ui.controls import Control, step_control
+from ui.controls import PRESENT, Control, step_control
 
 PREFILLS = Control("learn_prefills", "Prefills inserted into the decode batch", "radio", options=("1", "2", "4"),
                      default="1", help="How many prefills join the decode batch at once (paper Fig.2: 1, Fig.7: 4).")
@@ -16,9 +16,11 @@ WINDOW = Control("learn_window", "Time window around the event (ms; all = the wh
                  help="The timeline's x axis follows the current event: this much simulated time is shown.")
 BATCHES = tuple(range(0, 257, 16))
 #: The page's own URL keys (the step's range depends on the run; validated as a non-negative integer first).
-EXTRAS = (Control("learn_step", "step", "slider", lo=0, step=1), WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS)
+EXTRAS = (Control("learn_step", "step", "slider", lo=0, step=1), WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS,
+          PRESENT)
 
 state = widgets.scenario_sidebar("learn", extras=EXTRAS)
+widgets.classroom()
 sc = state.scenario
 widgets.nav_links(sc, "learn")
 
@@ -106,6 +108,6 @@ charts.chart(charts.interference_figure(curve, n_prefills, p_tokens, c_tokens), 
         "The percentages at the right end are the slowdown against decode-only at the largest batch. The paper "
         "measured about +48 % (full) vs +2 % (append) for one 1,024-token prefill at batch 200 on an H100.")
 
-widgets.share_box("learn", sc, (step_ctrl, WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS))
+widgets.share_box("learn", sc, (step_ctrl, WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS, PRESENT))
 
 runner.start_workers()      # after the results are on screen: later changes run side by side

@@ -13,7 +13,7 @@ from ui import charts, widgets
 from ui.paper_charts import (engines_figure, fig5_figure, fig6_figures, headline_figure, interference_figure,
                              table1_figure, table2_figure)
 from ui.cards import defs as metric_defs
-from ui.controls import Control
+from ui.controls import PRESENT, Control
 from ui.paper_runs import get, measured_dir
 
 FULL_GRID = Control("paper_t2_full", "Full grid (3,060 runs)", "toggle", default=False)
@@ -39,7 +39,8 @@ def show(item: P.Item, defs: str) -> None:
 
 MEASURED = measured_dir()
 
-state = widgets.carry_scenario("paper", (FULL_GRID,))      # scenario keys carried for the navigation
+state = widgets.carry_scenario("paper", (FULL_GRID, PRESENT))      # scenario keys carried for the navigation
+widgets.classroom()
 st.title("The paper, reproduced")
 st.caption("Each section runs the simulator for one of the PPD paper's figures or tables (\"Not All Prefills Are "
            "Equal\", ICML 2026) and overlays the published numbers (and the repository's measured CSVs where they "
@@ -89,7 +90,7 @@ st.caption("Every (workload, QPS) cell's best layout for Turn-2 mean TTFT, all-t
 c1, c2 = st.columns([1, 3])
 with c1:
     full = bool(widgets.render_extra(FULL_GRID))
-widgets.sync("paper", state.scenario, (FULL_GRID,))
+widgets.sync("paper", state.scenario, (FULL_GRID, PRESENT))
 if c2.button("Run Table 2", key="paper_t2_run", icon=":material/play_arrow:", type="primary"):
     st.session_state["paper_t2_requested"] = True
 if st.session_state.get("paper_t2_requested"):

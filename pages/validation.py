@@ -12,7 +12,7 @@ from ppd_core.analysis.cache import code_version
 from ui import charts, uploads, widgets
 from ui import validation_view as V
 from ui.cards import defs, fmt_pct
-from ui.controls import Control
+from ui.controls import PRESENT, Control
 from ui.validation_runs import run_bundled, run_uploaded
 
 SOURCE = Control("val_source", "Measured data", "radio", options=("bundled", "upload"), default="bundled",
@@ -21,7 +21,7 @@ SOURCE = Control("val_source", "Measured data", "radio", options=("bundled", "up
 SAMPLE = Control("val_sample", "Points to simulate (0 = all)", "number", lo=0, hi=100_000, step=100, default=0,
                  help="A random sample of measured (file, layout, workload, QPS) points; 0 simulates all of "
                       "them (about 20–45 s).")
-EXTRAS = (SOURCE, SAMPLE)
+EXTRAS = (SOURCE, SAMPLE, PRESENT)
 
 
 # ---- page ----------------------------------------------------------------------------------------------------
@@ -33,6 +33,7 @@ st.caption("Every measured point (synthetic sweep, ShareGPT runs, turn scaling) 
            "Points hit by infrastructure failures are listed with the reason and not simulated.")
 
 state = widgets.carry_scenario("validation", EXTRAS)     # scenario keys carried for the navigation
+widgets.classroom()
 widgets.show_warnings(state.warnings)
 c1, c2 = st.columns([3, 1])
 with c1:

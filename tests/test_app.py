@@ -229,7 +229,7 @@ def test_sweep_page_bands_and_cache():
     assert _array(ppd["y"])[0] == pytest.approx(want["p50"], rel=1e-5)
     assert _array(low["y"])[0] == pytest.approx(want["p10"], rel=1e-5)
     frontier = figs[-1]
-    assert any("local" in str(txt) for t in frontier["data"] for txt in (t.get("text") or []))
+    assert any("local" in a["text"] for a in frontier["layout"]["annotations"])    # labels beside the plot
     assert ppd_core.parse(_share_link(at)).layout == "1P_3D"
     # revisiting is served from the cache
     import time

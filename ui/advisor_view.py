@@ -30,8 +30,8 @@ def pareto_figure(ranked) -> go.Figure:
             x=d["ttft_ms"], y=d["tpot_ms"], mode="lines+markers" if on else "markers", name=name,
             marker=dict(size=size, color=color, symbol=["circle" if e else "x" for e in d["eligible"]]),
             line=dict(color=color, dash="dot"),
-            text=[f"#{r} {lay} {lab}<br>score {s:.3f}" for r, lay, lab, s in
-                  zip(d["rank"], d["layout"], d["label"], d["score"])],
+            text=[f"#{r} {lay} on {g} {lab}<br>score {s:.3f}" for r, lay, g, lab, s in
+                  zip(d["rank"], d["layout"], d["gpu"], d["label"], d["score"])],
             hovertemplate="%{text}<br>TTFT %{x:.1f} ms, TPOT %{y:.2f} ms<extra></extra>"))
     fig.update_layout(title="Turn 2+ TTFT vs TPOT (means over the QPS range); × = success < 95 % somewhere",
                       height=440, margin=dict(t=60, b=40, l=50, r=10), xaxis_title="Turn 2+ mean TTFT (ms)",

@@ -119,16 +119,16 @@ def system_cards(summaries: Mapping[str, dict], layouts: Mapping[str, str]) -> N
     for col, (name, s) in zip(cols, summaries.items()):
         with col.container(border=True):
             st.markdown(f"**{name}** · {layouts.get(name, '')}")
-            inner = st.columns(len(SYSTEM_CARDS))
-            for c, (label, path, kind, lower_better) in zip(inner, SYSTEM_CARDS):
+            inner = st.container(horizontal=True, wrap=True, gap="medium")    # wraps rather than truncates
+            for label, path, kind, lower_better in SYSTEM_CARDS:
                 v = _get(s, path)
                 delta = None
                 if pd_ is not None and name != "PD":
                     delta = _delta(kind, v - _get(pd_, path))
                 flat = delta is not None and re.match(r"^[+-]0(\.0+)? ", delta) is not None
-                c.metric(label, _FMT[kind](v), delta=delta, delta_color="off" if flat else
-                         ("inverse" if lower_better else "normal"), delta_arrow="off" if flat else "auto",
-                         help=DEFS["ttft" if "TTFT" in label else "tpot"].replace("**", ""))
+                inner.metric(label, _FMT[kind](v), delta=delta, delta_color="off" if flat else
+                             ("inverse" if lower_better else "normal"), delta_arrow="off" if flat else "auto",
+                             help=DEFS["ttft" if "TTFT" in label else "tpot"].replace("**", ""), width="content")
             slo = s.get("slo_attainment", {})
             first = [k for k in slo if k.startswith("ttft")][:1] + [k for k in slo if k.startswith("tpot")][:1]
             st.caption(" · ".join([f"{s['throughput']['tokens_per_s']:,.0f} tok/s",

@@ -146,9 +146,11 @@ def systems_figure(summaries: Mapping[str, dict], layouts: Mapping[str, str], sl
     return fig
 
 
-def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, log_x: bool = False) -> go.Figure:
+def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, log_x: bool = False,
+                marks: Mapping[str, float] | None = None) -> go.Figure:
     """p50 line with a p10-p90 band (go.Scatter fill="tonexty") per system. ``df`` has columns
-    system, ``x``, ``{metric}_p10/_p50/_p90``."""
+    system, ``x``, ``{metric}_p10/_p50/_p90``. ``marks``: {system: x} drawn as a dashed vertical line in the
+    system's colour, labelled "<system> goodput <x>" (the Sweep's load axis)."""
     fig = go.Figure()
     for name in [s for s in SYSTEMS if s in set(df["system"])]:
         d = df[df["system"] == name].sort_values(x)
@@ -171,24 +173,44 @@ def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str,
     if log_x:
         ticks = sorted(set(df[x]))
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    if marks:
+        add_marks(fig, marks, float(df[x].min()), float(df[x].max()))
     return fig
 
 
+def add_marks(fig: go.Figure, marks: Mapping[str, float], lo: float, hi: float) -> None:
+    """One dashed vertical line per system at its mark, the label at the top of the plot, each system in its
+    own row (so two close marks never share a label line), anchored towards the inside of the axis."""
+    hi = max([hi] + list(marks.values()))
+    for row, name in enumerate(n for n in SYSTEMS if n in marks):
+        v = marks[name]
+        color = SYSTEM_COLORS.get(name, "#444")
+        fig.add_vline(x=v, line=dict(color=color, dash="dash", width=1.5))
+        right = v > lo + 0.6 * (hi - lo)
+        fig.add_annotation(x=v, xref="x", y=1 - 0.11 * row, yref="paper", yanchor="top", showarrow=False,
+                           text=f"{name} goodput {v:.3g}", xanchor="right" if right else "left",
+                           xshift=-4 if right else 4, font=dict(color=color), bgcolor="rgba(255,255,255,0.8)")
+
+
 def frontier_figure(df: pd.DataFrame, refs: pd.DataFrame | None = None) -> go.Figure:
-    """Turn 2+ TTFT vs TPOT (mean, and p50 dotted) as w_tpot goes 0 -> 6, each point labelled with its local
-    share; ``refs`` (column ``label``) adds the x=0 and x=1 extremes as reference markers."""
+    """Turn 2+ TTFT vs TPOT (mean, and p50 dotted) as w_tpot goes over the frontier's grid; ``refs`` (column
+    ``label``) adds the x=0 and x=1 extremes. Labels (w_tpot span and local share per distinct operating point,
+    and the extremes) sit in a column right of the plot, one slot each in the order of their points' TTFT,
+    joined to their point by a thin line, so no two labels can overlap whatever the points do."""
     d = df.sort_values("w_tpot").reset_index(drop=True)
+    lo_w, hi_w = float(d["w_tpot"].min()), float(d["w_tpot"].max())
     # one label per distinct operating point (several weights often give the same decisions)
     key = d[["tpot_mean", "ttft_mean"]].round(6).apply(tuple, axis=1)
-    labels = []
+    labels = []           # (x, y, text, colour)
     for i, k in enumerate(key):
         same = d.loc[key == k, "w_tpot"]
-        first = same.index[0] == i
-        span = f"{same.min():g}" if len(same) == 1 else f"{same.min():g}–{same.max():g}"
-        labels.append(f"w_tpot {span}: local {100 * d.loc[i, 'local_share']:.0f}%" if first else "")
+        if same.index[0] == i:
+            span = f"{same.min():g}" if len(same) == 1 else f"{same.min():g}–{same.max():g}"
+            labels.append((d.loc[i, "tpot_mean"], d.loc[i, "ttft_mean"],
+                           f"w_tpot {span}: local {100 * d.loc[i, 'local_share']:.0f}%", SYSTEM_COLORS["PPD"]))
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=d["tpot_mean"], y=d["ttft_mean"], mode="lines+markers+text", text=labels,
-                             textposition="top center", textfont=dict(size=11), name="PPD mean (w_tpot 0 → 6)",
+    fig.add_trace(go.Scatter(x=d["tpot_mean"], y=d["ttft_mean"], mode="lines+markers",
+                             name=f"PPD mean (w_tpot {lo_w:g} → {hi_w:g})",
                              line=dict(color=SYSTEM_COLORS["PPD"]), customdata=np.stack(
                                  [d["w_tpot"], 100 * d["local_share"]], axis=-1),
                              hovertemplate="w_tpot %{customdata[0]:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms, "
@@ -198,14 +220,43 @@ def frontier_figure(df: pd.DataFrame, refs: pd.DataFrame | None = None) -> go.Fi
                              hovertemplate="w_tpot %{customdata:g}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms"
                                            "<extra>p50</extra>"))
     if refs is not None and len(refs):
-        fig.add_trace(go.Scatter(x=refs["tpot_mean"], y=refs["ttft_mean"], mode="markers+text",
-                                 text=refs["label"], textposition="bottom center", name="extremes (mean)",
-                                 marker=dict(symbol="x", size=11, color="#555"),
+        fig.add_trace(go.Scatter(x=refs["tpot_mean"], y=refs["ttft_mean"], mode="markers", name="extremes (mean)",
+                                 text=refs["label"], marker=dict(symbol="x", size=11, color="#555"),
                                  hovertemplate="%{text}: TPOT %{x:.2f} ms, TTFT %{y:.1f} ms<extra></extra>"))
-    fig.update_layout(title="Weights frontier: Turn 2+ TTFT vs TPOT as w_tpot goes 0 → 6", height=440,
-                      margin=dict(t=60, b=40, l=50, r=10), xaxis_title="Turn 2+ TPOT (ms)",
+        labels += [(r["tpot_mean"], r["ttft_mean"], r["label"], "#555") for _, r in refs.iterrows()]
+    extent = list(zip(d["tpot_ms_p50"], d["ttft_ms_p50"]))
+    _label_column(fig, labels, extent)
+    fig.update_layout(title=f"Weights frontier: Turn 2+ TTFT vs TPOT as w_tpot goes {lo_w:g} → {hi_w:g}",
+                      height=460, margin=dict(t=60, b=40, l=50, r=260), xaxis_title="Turn 2+ TPOT (ms)",
                       yaxis_title="Turn 2+ TTFT (ms)", legend=dict(orientation="h", y=-0.2))
     return fig
+
+
+def _label_column(fig: go.Figure, labels: list, extent: list = ()) -> None:
+    """Labels in evenly spaced slots right of the plot (paper x > 1), in the order of their points' y, each
+    joined to its point: the axis ranges are fixed here so the data-to-paper mapping is known."""
+    pts = [(float(x), float(y), t, c) for x, y, t, c in labels if math.isfinite(float(x)) and math.isfinite(float(y))]
+    if not pts:
+        return
+    more = [(float(x), float(y)) for x, y in extent if math.isfinite(float(x)) and math.isfinite(float(y))]
+    xs, ys = [p[0] for p in pts] + [p[0] for p in more], [p[1] for p in pts] + [p[1] for p in more]
+    (x0, x1), (y0, y1) = (_pad(min(xs), max(xs)), _pad(min(ys), max(ys)))
+    fig.update_xaxes(range=[x0, x1])
+    fig.update_yaxes(range=[y0, y1])
+    order = sorted(range(len(pts)), key=lambda i: pts[i][1])
+    n = len(pts)
+    for slot, i in enumerate(order):
+        x, y, text, color = pts[i]
+        sy = 0.5 if n == 1 else 0.04 + 0.92 * slot / (n - 1)            # paper y of the label's slot
+        fig.add_annotation(x=1.02, xref="paper", y=sy, yref="paper", text=text, showarrow=False, xanchor="left",
+                           yanchor="middle", font=dict(color=color))
+        fig.add_shape(type="line", xref="paper", yref="paper", x0=(x - x0) / (x1 - x0), y0=(y - y0) / (y1 - y0),
+                      x1=1.015, y1=sy, line=dict(color=color, width=0.7, dash="dot"))
+
+
+def _pad(lo: float, hi: float, share: float = 0.08) -> tuple[float, float]:
+    span = hi - lo if hi > lo else max(abs(hi), 1.0) * 0.1
+    return lo - share * span, hi + share * span
 
 
 def _rgba(hex_color: str, alpha: float) -> str:

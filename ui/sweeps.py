@@ -35,8 +35,31 @@ def frontier_base(sc: Scenario, systems: Mapping[str, Scenario]) -> tuple[Scenar
                   f"frontier uses {base.layout} with policy dynamic.")
 
 
-def frontier_points(base: Scenario) -> list[tuple[dict, Scenario]]:
-    return [({"w_tpot": w}, base.with_(w_tpot=w)) for w in W_TPOT_GRID]
+W_TPOT_MAX = 100.0        # the w_tpot slider's range is [0, 100]
+FRONTIER_POINTS = 6       # log-spaced w_tpot values over the computed range, plus w_tpot = 0
+
+
+def frontier_grid(w_range: tuple[float, float] | None) -> tuple[tuple[float, ...], str]:
+    """The w_tpot values of the frontier: 0 and ``FRONTIER_POINTS`` log-spaced values over ``w_range`` (the
+    base run's ``ppd_core.analysis.weights.w_tpot_range``: where the decisions change) clipped to the slider's
+    [0, 100], 2 significant digits; the fixed ``W_TPOT_GRID`` (with a note) when no decision can move."""
+    if w_range is None:
+        return W_TPOT_GRID, "No Turn 2+ request of the base run has both a TTFT gain and a TPOT loss, so no w_tpot " \
+                            "changes a decision; the frontier shows a fixed grid."
+    lo, hi = (min(max(float(w), 0.0), W_TPOT_MAX) for w in w_range)
+    lo = max(lo, 0.01)
+    if hi <= lo * 1.05:
+        hi = min(max(lo * 4, 1.0), W_TPOT_MAX)
+        lo = hi / 4
+    ratio = hi / lo
+    grid = [0.0] + [float(f"{lo * ratio ** (i / (FRONTIER_POINTS - 1)):.2g}") for i in range(FRONTIER_POINTS)]
+    clipped = " (clipped to the slider's 100)" if w_range[1] > W_TPOT_MAX else ""
+    return tuple(sorted(set(grid))), (f"w_tpot from 0 and over {lo:.3g}–{hi:.3g}: where the base run's per-request "
+                                      f"switch points w_ttft·ΔTTFT/ΔTPOT lie (5–95 %){clipped}.")
+
+
+def frontier_points(base: Scenario, grid: Sequence[float] = W_TPOT_GRID) -> list[tuple[dict, Scenario]]:
+    return [({"w_tpot": w}, base.with_(w_tpot=w)) for w in grid]
 
 
 def frontier_extremes(base: Scenario) -> list[tuple[dict, Scenario]]:

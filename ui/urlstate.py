@@ -117,6 +117,8 @@ def validate_extra(c: Control, raw: str) -> tuple[Any, str | None]:
         if raw in ("true", "false"):
             return raw == "true", None
         return c.default, f"`{c.key}`: {short(raw)!r} is not allowed; must be true or false; using default."
+    if c.kind == "multi" and all(isinstance(o, str) for o in c.choices()):
+        return _validate_names(c, raw)
     if c.kind == "multi":
         vals, bad = [], []
         for part in raw.split(","):
@@ -143,6 +145,20 @@ def validate_extra(c: Control, raw: str) -> tuple[Any, str | None]:
         return near, (f"`{c.key}`: {short(raw)!r} is outside [{render_value(c.lo)}, {render_value(c.hi)}]; "
                       f"using {render_value(near)}.")
     return (int(v) if c.integer else v), None
+
+
+def _validate_names(c: Control, raw: str) -> tuple[Any, str | None]:
+    """A multi-select of names (e.g. GPU types): comma-separated, matched case-insensitively, once each."""
+    by_lower = {o.lower(): o for o in c.choices()}
+    vals, bad = [], []
+    for part in (p.strip() for p in raw.split(",")):
+        if part:
+            (vals if part.lower() in by_lower else bad).append(by_lower.get(part.lower(), part))
+    fixed = tuple(dict.fromkeys(vals))
+    if bad:
+        return fixed, (f"`{c.key}`: {short(bad[0])!r} is not allowed; must be among {', '.join(c.choices())}; "
+                       f"using {', '.join(fixed) or 'none'}.")
+    return fixed, None
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,15 @@ def nav_links(sc: Scenario, here: str) -> None:
         st.sidebar.page_link(path, label=label, query_params=p)
 
 
+def classroom() -> bool:
+    """Classroom mode (``present=1``, a page-only key every scenario page takes): remembered for this run so
+    ``charts.chart`` draws large text; returns it."""
+    from .controls import PRESENT
+    present = st.session_state.get("present", PRESENT.default) == "1"
+    st.session_state["_present"] = present
+    return present
+
+
 def sample_warnings(summaries: Mapping[str, dict]) -> None:
     """The runs' ``summary["warnings"]`` (figures resting on fewer than ``metrics.report.MIN_SAMPLE``
     requests), one st.warning per system that has any, shown where those numbers are shown."""
@@ -240,12 +249,13 @@ def sample_warnings(summaries: Mapping[str, dict]) -> None:
             st.warning(f"{name}: " + "; ".join(ws), icon="⚠️")
 
 
-def verdict_box(summaries: dict, layouts: dict, present: bool = False) -> str:
-    """The verdict sentence (``ui.verdict``), large, in a bordered box; returns its text."""
+def verdict_box(summaries: dict, layouts: dict, present: bool = False, goodput: dict | None = None) -> str:
+    """The verdict sentence (``ui.verdict``; ``goodput``: {system: conv/s} once known), large, in a bordered
+    box; returns its text."""
     import html
 
     from .verdict import sentence
-    text = sentence(summaries, layouts)
+    text = sentence(summaries, layouts, goodput)
     size = "1.9rem" if present else "1.15rem"
     with st.container(border=True):
         st.markdown(f'<div id="ppd-verdict" style="font-size:{size};line-height:1.4">{html.escape(text)}</div>',
@@ -257,9 +267,9 @@ def preset_links(active: Any = None) -> None:
     """One link per teaching preset (``ui.presets``): a click opens its scenario; the link is shareable."""
     from .presets import PRESETS
     st.markdown("**Presets that teach** — one click each; the address bar is then the preset's share link:")
-    cols = st.columns(len(PRESETS))
-    for col, p in zip(cols, PRESETS):
-        col.page_link("pages/explore.py", label=p.title, query_params=p.query(), help=p.look_at,
+    row = st.container(horizontal=True, wrap=True, gap="small")     # wraps at 1280 px instead of cutting titles
+    for p in PRESETS:
+        row.page_link("pages/explore.py", label=p.title, query_params=p.query(), help=p.look_at,
                       icon=":material/check_circle:" if active is p else ":material/school:")
 
 
