@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ppd_core.calibration.agreement import effect_size, rank_agreement
-from ppd_core.calibration.calibrate import Subsample, calibrate, write
+from ppd_core.calibration.calibrate import Subsample, calibrate, literature_start, write
 from ppd_core.calibration.fit import fit_stage
 from ppd_core.calibration.lolo import lolo
 from ppd_core.calibration.measured import read_dir
@@ -81,7 +81,7 @@ def test_from_defaults_is_deterministic_and_the_written_file_reproduces(tmp_path
 @pytest.mark.skipif(os.environ.get("PPD_LONG_TESTS") != "1", reason="full calibration: PPD_LONG_TESTS=1")
 def test_full_calibration_from_defaults_reproduces_the_shipped_file():
     shipped = json.loads((ROOT / "data" / "perf_params.json").read_text())["params"]
-    p, report = calibrate(str(MEASURED), PerfParams(), None, lambda m: None, final_validation=False)
+    p, report = calibrate(str(MEASURED), literature_start(), None, lambda m: None, final_validation=False)
     for k, v in vars(p).items():
         assert v == pytest.approx(shipped[k], rel=0.01, abs=1e-6), k
     for st in STAGES:
