@@ -47,6 +47,26 @@ def test_fit_stage_names_a_bound_it_ends_on():
     assert any("t_iter_ms ends on its upper bound" in s for s in lines)
 
 
+def test_fit_stage_moves_a_parameter_that_starts_at_zero():
+    """t_mix_ms defaults to 0: the finite-difference step is a share of the bound interval, so the fit still
+    sees the slope and reaches the analytic optimum of log((t_mix + 1) / 3), t_mix = 2."""
+    st = Stage("t_mix", (FitParam("t_mix_ms", 0.0, 20.0, "a host cost"),), "turn2_tpot", max_nfev=30)
+    p, info = fit_stage(PerfParams(), st, lambda q: np.array([math.log((q.t_mix_ms + 1.0) / 3.0)]), lambda m: None)
+    assert PerfParams().t_mix_ms == 0.0
+    assert p.t_mix_ms == pytest.approx(2.0, rel=1e-2) and info["converged"]
+
+
+def test_literature_start_takes_unfitted_parameters_from_the_physics_fit(tmp_path):
+    """--from-defaults: every parameter a stage fits starts at its literature default; one no stage fits
+    (eta_share) takes the micro-benchmark fit's value, which the written file would otherwise overwrite."""
+    phys = tmp_path / "physics.json"
+    phys.write_text(json.dumps({"params": {"eta_share": 0.3, "t_mix_ms": 7.0}}))
+    start = literature_start(STAGES, phys)
+    assert start.eta_share == 0.3
+    assert start.t_mix_ms == PerfParams().t_mix_ms          # fitted by the decode and mixed stages
+    assert replace(start, eta_share=PerfParams().eta_share) == PerfParams()
+
+
 def test_every_stage_parameter_has_bounds_and_a_reason():
     for st in STAGES:
         assert st.params and st.max_nfev > 0
