@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ppd_core.calibration.agreement import effect_size, rank_agreement
-from ppd_core.calibration.calibrate import Subsample, calibrate, write
+from ppd_core.calibration.calibrate import Subsample, calibrate, literature_start, write
 from ppd_core.calibration.fit import fit_stage
 from ppd_core.calibration.lolo import lolo
 from ppd_core.calibration.measured import read_dir
@@ -45,6 +45,26 @@ def test_fit_stage_names_a_bound_it_ends_on():
     _, info = fit_stage(PerfParams(), T_ITER, lambda q: np.array([math.log(q.t_iter_ms / 10.0)]), lines.append)
     assert "upper bound 6" in info["on_bound"]["t_iter_ms"] and "a host cost" in info["on_bound"]["t_iter_ms"]
     assert any("t_iter_ms ends on its upper bound" in s for s in lines)
+
+
+def test_fit_stage_moves_a_parameter_that_starts_at_zero():
+    """t_mix_ms defaults to 0: the finite-difference step is a share of the bound interval, so the fit still
+    sees the slope and reaches the analytic optimum of log((t_mix + 1) / 3), t_mix = 2."""
+    st = Stage("t_mix", (FitParam("t_mix_ms", 0.0, 20.0, "a host cost"),), "turn2_tpot", max_nfev=30)
+    p, info = fit_stage(PerfParams(), st, lambda q: np.array([math.log((q.t_mix_ms + 1.0) / 3.0)]), lambda m: None)
+    assert PerfParams().t_mix_ms == 0.0
+    assert p.t_mix_ms == pytest.approx(2.0, rel=1e-2) and info["converged"]
+
+
+def test_literature_start_takes_unfitted_parameters_from_the_physics_fit(tmp_path):
+    """--from-defaults: every parameter a stage fits starts at its literature default; one no stage fits
+    (eta_share) takes the micro-benchmark fit's value, which the written file would otherwise overwrite."""
+    phys = tmp_path / "physics.json"
+    phys.write_text(json.dumps({"params": {"eta_share": 0.3, "t_mix_ms": 7.0}}))
+    start = literature_start(STAGES, phys)
+    assert start.eta_share == 0.3
+    assert start.t_mix_ms == PerfParams().t_mix_ms          # fitted by the decode and mixed stages
+    assert replace(start, eta_share=PerfParams().eta_share) == PerfParams()
 
 
 def test_every_stage_parameter_has_bounds_and_a_reason():
@@ -81,7 +101,7 @@ def test_from_defaults_is_deterministic_and_the_written_file_reproduces(tmp_path
 @pytest.mark.skipif(os.environ.get("PPD_LONG_TESTS") != "1", reason="full calibration: PPD_LONG_TESTS=1")
 def test_full_calibration_from_defaults_reproduces_the_shipped_file():
     shipped = json.loads((ROOT / "data" / "perf_params.json").read_text())["params"]
-    p, report = calibrate(str(MEASURED), PerfParams(), None, lambda m: None, final_validation=False)
+    p, report = calibrate(str(MEASURED), literature_start(), None, lambda m: None, final_validation=False)
     for k, v in vars(p).items():
         assert v == pytest.approx(shipped[k], rel=0.01, abs=1e-6), k
     for st in STAGES:

@@ -10,28 +10,30 @@ deterministic subsample of the calibration set (``Subsample``: six synthetic wor
 ShareGPT runs, turn scaling); simulated points are cached per (parameters, scenario), so a stage's start
 point costs nothing when the previous stage ended there. ``pd_fixed_ms`` is split into ``pd_handoff_ms``
 (latency only) and ``p_send_ms`` (also occupies P) by ``p_send_share``. The full validation runs at the end.
-From the literature defaults (``--from-defaults``) the result is a pure function of the measured data: that
-is what ``data/perf_params.json`` ships.
+From the literature defaults (``--from-defaults``, ``literature_start()``: ``model/params.py``'s defaults, with
+the micro-benchmark fit ``data/physics_params.json`` for the parameters no stage here fits, i.e. ``eta_share``)
+the result is a pure function of the measured data: that is what ``data/perf_params.json`` ships.
 """
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from ..config.errors import PPDError
-from ..model.params import PerfParams
+from ..model.params import PerfParams, default_params
 from .fit import fit_stage
 from .interference_stage import PAPER_INTERFERENCE, interference_residuals
 from .measured import Row, read_dir
 from .stages import NOT_FITTED, STAGES, TARGETS, Stage
 from .validate import points, simulate_rows, summarize
 
-__all__ = ["PAPER_INTERFERENCE", "Subsample", "SimCache", "calibrate", "fit_stages", "write"]
+__all__ = ["PAPER_INTERFERENCE", "Subsample", "SimCache", "calibrate", "fit_stages", "literature_start", "write"]
 _interference_residuals = interference_residuals   # the name tests/test_validation.py imports
 
 
@@ -71,6 +73,18 @@ class SimCache:
             for sc, m in sims.items():
                 self._store[(params, sc)] = m
         return {r.scenario: self._store[(params, r.scenario)] for r in rows}
+
+
+def literature_start(stages: tuple[Stage, ...] = STAGES, physics: Path | None = None) -> PerfParams:
+    """The ``--from-defaults`` start: the literature defaults, except that a parameter no stage fits takes its
+    value from the micro-benchmark fit (``data/physics_params.json``, or ``physics``). The written file names
+    every parameter and wins over that file, so starting from the bare default would ship the literature
+    ``eta_share`` in place of the fitted one."""
+    fitted = {n for st in stages for n in st.names}
+    if fitted & {"pd_fixed_ms", "p_send_share"}:
+        fitted |= {"pd_handoff_ms", "p_send_ms"}
+    phys = default_params(Path(os.devnull), physics)      # literature < physics_params.json only
+    return replace(PerfParams(), **{k: getattr(phys, k) for k in PerfParams.field_names() if k not in fitted})
 
 
 def _targets(rows: list[Row], name: str) -> list[tuple[Row, str]]:

@@ -19,7 +19,9 @@ from .stages import Stage
 FTOL = 1e-3      # relative change of the cost: below the seed-to-seed noise of a simulated point
 XTOL = 1e-3      # relative change of the parameters
 GTOL = 1e-6
-DIFF_STEP = 0.03  # relative finite-difference step: large enough to step over discrete-event jitter
+DIFF_STEP = 0.02  # finite-difference step, a share of each parameter's bound interval (the fit runs on
+                  # coordinates scaled to [0, 1]): large enough to step over discrete-event jitter even for a
+                  # parameter that starts at 0 (a step relative to the value would be ~0 there)
 ON_BOUND = 5e-3  # a fitted value within this share of the bound interval from a bound is "on the bound"
 STATUS = {-1: "improper input", 0: "evaluation budget exhausted (not converged)", 1: "converged (gtol)",
           2: "converged (ftol: cost no longer falls)", 3: "converged (xtol: parameters no longer move)",
@@ -61,13 +63,15 @@ def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.nda
     x0 = np.clip(np.array([get(base, n) for n in names]), lo + 1e-4 * span, hi - 1e-4 * span)
     calls = [0]
 
-    def f(x):
+    def f(u):
         calls[0] += 1
-        return fun(with_values(base, names, x))
+        return fun(with_values(base, names, lo + u * span))
     t0 = perf_counter()
-    r0 = f(x0)
-    res = least_squares(f, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, diff_step=DIFF_STEP,
-                        x_scale=span, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
+    u0 = (x0 - lo) / span
+    r0 = f(u0)
+    res = least_squares(f, u0, bounds=(0.0, 1.0), loss="soft_l1", f_scale=0.1, diff_step=DIFF_STEP,
+                        x_scale=1.0, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
+    res.x = lo + res.x * span
     fitted = with_values(base, names, res.x)
     on_bound = {}
     for p, v, s in zip(stage.params, res.x, span):
