@@ -182,7 +182,7 @@ def test_page_ranks_links_and_plots():
     at.button[0].click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error
-    assert "Best:" in at.success[0].value and "(/?layout=" in at.success[0].value
+    assert at.success[0].value.startswith("Best by ") and "(/?layout=" in at.success[0].value
     table = at.dataframe[0].value
     assert len(table) == 8 and table["explore"].str.startswith("/?layout=").all()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)

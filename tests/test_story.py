@@ -30,7 +30,7 @@ def test_verdict_names_the_winner_and_the_margins(default_runs):
     best = min(t2, key=t2.get)
     assert f"Turn 2+ TTFT {best} (by " in text and "Replica (4R)" in text
     # goodput joins the wins when the caller has it
-    assert "goodput PD (by 50 %)" in verdict.sentence(sums, {}, goodput={"PPD": 2.0, "PD": 3.0, "Replica": 1.0})
+    assert "goodput PD (3 vs 2 conv/s, by 50 %)" in verdict.sentence(sums, {}, goodput={"PPD": 2.0, "PD": 3.0, "Replica": 1.0})
 
 
 def test_verdict_says_tie_and_raises():
