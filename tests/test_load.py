@@ -160,7 +160,7 @@ READ_JS = """
     ttft: val('Turn 2+ TTFT mean'), tpot: val('Turn 2+ TPOT mean'),
     // PPD is the first system column; its caption reads "… · local 12.3 % · …"
     local: ([...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
-              .map(e => (e.innerText.match(/local (\d+\.\d %)/) || [])[1]).find(Boolean)) || null,
+              .map(e => (e.innerText.match(/local (\\d+\\.\\d %)/) || [])[1]).find(Boolean)) || null,
     link: [...document.querySelectorAll('[data-testid="stCode"]')].map(e => e.innerText.trim())
             .find(t => t.startsWith('http')) || null,
     charts: [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length,
