@@ -33,23 +33,27 @@ MAX_ELASTICITY = 0.8     # batch_feedback: at most 5x amplification
 EXACT_ITERATIONS = 64   # queues longer than this many chunked iterations are extrapolated at the last rate
 
 
+def prefill_room(budget: int, batch: int) -> int:
+    """Prefill tokens one chunked iteration takes beside ``batch`` decodes (each decode uses one of
+    ``budget``): at least one, so a prefill always progresses."""
+    return max(budget - batch, 1)
+
+
 def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: int,
           send_s: float = 0.0) -> float:
     """Time until ``own`` (new, cached, full) finishes its prefill behind ``queue`` [(new, cached, full)]
     (FIFO chunked prefill, ``budget`` tokens per iteration shared with ``batch`` decodes whose contexts sum
     to ``ctx_sum``; ``send_s`` per request that finishes in an iteration). ``own=None``: until the queue
     is empty."""
+    room = prefill_room(budget, batch)
     if not queue:
         if own is None:
             return 0.0
-        if own[0] <= (budget - batch if budget - batch > 1 else 1):   # one iteration: the loop's arithmetic
-            return 0.0 + (pm.iteration([own], batch, ctx_sum) + send_s * 1)
+        if own[0] <= room:      # a lone request that fits one iteration: what the loop below computes
+            return pm.iteration([own], batch, ctx_sum) + send_s
     items = [list(q) for q in queue]
     if own is not None:
         items.append(list(own))
-    if not items:
-        return 0.0
-    room = max(budget - batch, 1)
     t, i, iters, ctx, sends = 0.0, 0, 0, ctx_sum, 0
     while i < len(items):
         if iters >= EXACT_ITERATIONS:   # extrapolate the rest at the mean time per token so far
@@ -113,10 +117,9 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     # decode step in progress, half a step on average
     wait_d = max(d_backlog - hop_d, 0.5 * step if batch else 0.0)
     it_local = pm.iteration([own_local], batch, ctx_sum)
-    room = budget - batch if budget - batch > 1 else 1
-    # its own prefill: one iteration when it fits (drain's value then, 0.0 + (it_local + 0.0), is it_local)
-    ttft_local = hop_d + wait_d + (it_local if own_local[0] <= room else drain(pm, [], own_local, batch, ctx_sum,
-                                                                              budget))
+    # its own prefill: one iteration when it fits (drain's value then is it_local; not priced twice)
+    ttft_local = hop_d + wait_d + (it_local if own_local[0] <= prefill_room(budget, batch)
+                                   else drain(pm, [], own_local, batch, ctx_sum, budget))
     # PD: re-prefill on the P the router picks, send, hand-off, transfer, one iteration on D
     p = view.pick_p()
     cached_p = p.cached_for(req.conv, prompt)
