@@ -23,10 +23,9 @@ def _dist(d: Mapping) -> str:
     return f"p10 {d['p10']:.3f} · p50 {d['p50']:.3f} · p90 {d['p90']:.3f}"
 
 
-def moved_table(records: pd.DataFrame, w_ttft: float, w_tpot: float) -> pd.DataFrame:
+def moved_table(records: pd.DataFrame, w_ttft: float, w_tpot: float, n: int) -> pd.DataFrame:
     """Per w_tpot tried (and the current one): the requests whose decision would flip, on their logged
-    estimates, as a count and a share of the decided requests."""
-    n = weights_summary(records)["decided"]
+    estimates, as a count and a share of the ``n`` decided requests (``weights_summary``'s ``decided``)."""
     rows = []
     for w in sorted(set(TRY_W_TPOT) | {float(w_tpot)}):
         k = moved(records, w_ttft, w)
@@ -35,13 +34,11 @@ def moved_table(records: pd.DataFrame, w_ttft: float, w_tpot: float) -> pd.DataF
     return pd.DataFrame(rows).set_index("w_tpot")
 
 
-def label(sc: Scenario, records: pd.DataFrame) -> str:
-    """The expander's title: the local share and the w_tpot range at a glance."""
-    can, _ = policy_can_act(sc)
-    ws = weights_summary(records)
+def label(ws: Mapping, rng: tuple[float, float] | None, can: bool) -> str:
+    """The expander's title: the local share and the w_tpot range at a glance (``ws``: ``weights_summary``,
+    ``rng``: ``w_tpot_range``, ``can``: ``policy_can_act``)."""
     if not ws["decided"]:
         return "SLO weights (Eq.1): no Turn 2+ decision to weigh here"
-    rng = w_tpot_range(records, sc.w_ttft)
     where = f", decisions change at w_tpot ≈ {rng[0]:.3g}–{rng[1]:.3g}" if rng else ""
     return (f"SLO weights (Eq.1): {fmt_pct(ws['local_share'])} of Turn 2+ served locally{where}"
             + ("" if can else " (the weights cannot act)"))
@@ -51,7 +48,8 @@ def panel(sc: Scenario, records: pd.DataFrame) -> None:
     """The weights section of Explore (an expander below the headline)."""
     can, why = policy_can_act(sc)
     ws = weights_summary(records)
-    with st.expander(label(sc, records), icon=":material/balance:"):
+    rng = w_tpot_range(records, sc.w_ttft) if ws["decided"] else None
+    with st.expander(label(ws, rng, can), icon=":material/balance:"):
         if not can:
             st.markdown(f"**The SLO weights do nothing here:** {why}.")
         if not ws["decided"]:
@@ -62,14 +60,13 @@ def panel(sc: Scenario, records: pd.DataFrame) -> None:
             f"**{fmt_pct(ws['local_share'])}** were served locally. Estimated relative TTFT gain of serving "
             f"locally ΔTTFT: {_dist(ws['d_ttft'])}; relative TPOT loss ΔTPOT (summed over the co-batched "
             f"decodes): {_dist(ws['d_tpot'])}.")
-        rng = w_tpot_range(records, sc.w_ttft)
         if rng:
             st.markdown(f"With w_ttft = {sc.w_ttft:g}, the decisions change between w_tpot ≈ **{rng[0]:.3g}** and "
                         f"**{rng[1]:.3g}** (5–95 % of the per-request switch points w_ttft·ΔTTFT/ΔTPOT)"
                         + ("; the slider stops at 100." if rng[1] > 100 else "."))
         else:
             st.markdown("No request has both a TTFT gain and a TPOT loss: no w_tpot changes a decision.")
-        st.dataframe(moved_table(records, sc.w_ttft, sc.w_tpot), width="content")
+        st.dataframe(moved_table(records, sc.w_ttft, sc.w_tpot, ws["decided"]), width="content")
         st.caption("Requests moved: Turn 2+ requests whose decision (S > 0: local) would differ from the path "
                    "they took, at that w_tpot, on their logged estimates (to first order: the cluster state "
                    "would itself change with the decisions)."

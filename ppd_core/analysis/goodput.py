@@ -260,7 +260,7 @@ def goodput(sc: Scenario, attain: float = 0.9, *, slo_ttft_ms: float | None = No
     searches = [_Search(name, table[name].with_(arrival_window_s=window, qps=start), q_min, q_max, attain, rel_tol)
                 for name in systems]
     _run_rounds(searches, start, hints, max_runs, grid_options)
-    out = {}
+    out, brackets = {}, {}
     for s in searches:
         lo, hi = s.bracket()
         g = lo or 0.0
@@ -269,9 +269,8 @@ def goodput(sc: Scenario, attain: float = 0.9, *, slo_ttft_ms: float | None = No
         out[s.name] = {"goodput_qps": g, "goodput_qps_per_gpu": g / gpus,
                        "goodput_qps_per_usd_hour": g / (gpus * price) if price > 0 else 0.0,
                        "limit": _limit(s.rows.get(hi), attain), "runs": s.runs}
-    return {"scenario": base.to_dict(), "attain": attain, "systems": out,
-            "brackets": {s.name: {"window_s": window, "attained_qps": s.bracket()[0], "missed_qps": s.bracket()[1]}
-                         for s in searches}}
+        brackets[s.name] = {"window_s": window, "attained_qps": lo, "missed_qps": hi}
+    return {"scenario": base.to_dict(), "attain": attain, "systems": out, "brackets": brackets}
 
 
 def _run_rounds(searches: list[_Search], start: float, hints: dict, max_runs: int, grid_options: dict) -> None:
