@@ -11,7 +11,6 @@ This is a benchmark that prints figures, not a test.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -19,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 from time import perf_counter
+
+import bench_trees
 
 COMMANDS = {
     "import": ["-c", "import ppd_core"],
@@ -33,19 +34,7 @@ def _time(python: str, args: list[str], cwd: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tree", action="append", metavar="DIR",
-                    help="a checkout to run from (repeatable; default: this one)")
-    ap.add_argument("--repeat", type=int, default=15, help="timed runs per command and checkout (1-500)")
-    ap.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
-    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    a = ap.parse_args(argv)
-    if not 1 <= a.repeat <= 500:
-        ap.error(f"--repeat {a.repeat} is out of range; must be an integer in [1, 500]")
-    trees = [Path(t).resolve() for t in (a.tree or [Path(__file__).resolve().parent.parent])]
-    for t in trees:
-        if not (t / "ppd_core" / "__init__.py").is_file():
-            ap.error(f"--tree {t}: no ppd_core/ there")
+    a, trees = bench_trees.parse(__doc__.split("\n\n")[0], 15, 500, "timed runs per command and checkout", argv)
     load0 = os.getloadavg()[0]
     for t in trees:                                   # warm-up: bytecode and the OS file cache
         for args in COMMANDS.values():

@@ -13,13 +13,14 @@ loaded machine wall time includes waiting for a core; CPU time is the work itsel
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import bench_trees
 
 CASES = (("2P_2D", "pd"), ("2P_2pD", "dynamic"))
 CHILD = """
@@ -47,18 +48,7 @@ def _child(python: str, tree: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tree", action="append", metavar="DIR", help="a checkout (repeatable; default: this one)")
-    ap.add_argument("--repeat", type=int, default=5, help="fresh processes per checkout (1-100)")
-    ap.add_argument("--python", default=sys.executable, help="interpreter (default: this one)")
-    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    a = ap.parse_args(argv)
-    if not 1 <= a.repeat <= 100:
-        ap.error(f"--repeat {a.repeat} is out of range; must be an integer in [1, 100]")
-    trees = [Path(t).resolve() for t in (a.tree or [Path(__file__).resolve().parent.parent])]
-    for t in trees:
-        if not (t / "ppd_core" / "__init__.py").is_file():
-            ap.error(f"--tree {t}: no ppd_core/ there")
+    a, trees = bench_trees.parse(__doc__.split("\n\n")[0], 5, 100, "fresh processes per checkout", argv)
     load0 = os.getloadavg()[0]
     runs: dict[Path, list[dict]] = {t: [] for t in trees}
     for _ in range(a.repeat):
