@@ -47,6 +47,22 @@ def test_fit_stage_names_a_bound_it_ends_on():
     assert any("t_iter_ms ends on its upper bound" in s for s in lines)
 
 
+def test_the_scan_finds_the_basin_a_local_fit_from_the_start_cannot_see():
+    """A plateau around the start (the cost does not change there, as when a simulated metric is stuck on a
+    discrete event) stops the trust-region fit where it began; the coarse scan finds the basin at 4 ms and
+    the local fit then converges onto the optimum."""
+    def fun(q):
+        return np.array([1.0 if q.t_iter_ms < 2.5 else math.log(q.t_iter_ms / 4.0)])
+    plain = replace(T_ITER, max_nfev=20)
+    p0, _ = fit_stage(PerfParams(), plain, fun, lambda m: None)
+    assert p0.t_iter_ms == pytest.approx(PerfParams().t_iter_ms, rel=1e-6)     # stuck on the plateau
+    lines: list[str] = []
+    p1, info = fit_stage(PerfParams(), replace(plain, scan=True), fun, lines.append)
+    assert p1.t_iter_ms == pytest.approx(4.0, rel=1e-2)
+    assert info["converged"] and len(info["scan"]["t_iter_ms"]["tried"]) == 5
+    assert any("scan: local fit starts from t_iter_ms" in m for m in lines)
+
+
 def test_fit_stage_moves_a_parameter_that_starts_at_zero():
     """t_mix_ms defaults to 0: the finite-difference step is a share of the bound interval, so the fit still
     sees the slope and reaches the analytic optimum of log((t_mix + 1) / 3), t_mix = 2."""
