@@ -225,3 +225,20 @@ def test_w_tpot_moves_the_local_share_across_the_slider_on_2p_2d_sharegpt():
     assert high.summary["local_share"] <= 0.2
     lo, hi = w_tpot_range(low.records)
     assert 0 < lo < 100 and lo < hi
+
+
+def test_w_tpot_takes_the_local_share_from_above_nine_tenths_to_below_one_tenth_on_2p_2d_sharegpt():
+    """Issue #11's done-when as stated: on 2P_2D at a ShareGPT load the saturation report calls steady
+    (QPS 8, both ends), w_tpot 1 keeps >= 0.9 of Turn 2+ local and w_tpot 100 <= 0.1, as the mean over three
+    seeds. What stays local at 100 is mostly appends whose estimated dTPOT is <= 0 (receiving their KV would
+    pause D longer than the append-prefill does), which no weight should move."""
+    shares = {}
+    for w in (1.0, 100.0):
+        vals = []
+        for seed in (42, 43, 44):
+            r = ppd_core.run(Scenario(layout="2P_2D", workload="sharegpt", qps=8.0, seed=seed, w_tpot=w))
+            assert not r.summary["saturation"]["saturated"], (w, seed, r.summary["saturation"]["evidence"])
+            vals.append(r.summary["local_share"])
+        shares[w] = float(np.mean(vals))
+    assert shares[1.0] >= 0.9, shares
+    assert shares[100.0] <= 0.1, shares
