@@ -1,7 +1,7 @@
 """Leave-one-layout-out: the honest error estimate for a layout the calibration never saw.
 
 For each of the seven calibration layouts, refit the layout-dependent stages (``stages.LOLO_STAGES``: decode
-and the joint TTFT stage, each once, without the coarse scan) on the other six layouts' subsample,
+and the joint TTFT stage, each once, with its coarse scan) on the other six layouts' subsample,
 warm-started from ``base`` (the shipped fit), then simulate every usable measured row of the held-out layout with the refitted parameters and
 report its Turn-2 TPOT mean MAPE and unsaturated p50 TTFT MAPE (the validation's target sets), per
 held-out layout and pooled over all of them."""
