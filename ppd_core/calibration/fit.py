@@ -19,6 +19,7 @@ from .stages import Stage
 FTOL = 1e-3      # relative change of the cost: below the seed-to-seed noise of a simulated point
 XTOL = 1e-3      # relative change of the parameters
 GTOL = 1e-6
+F_SCALE = 0.1    # soft-L1 scale of the log residuals: beyond ~10 % a point's pull grows linearly, not squared
 DIFF_STEP = 0.02  # finite-difference step, a share of each parameter's bound interval (the fit runs on
                   # coordinates scaled to [0, 1]): large enough to step over discrete-event jitter even for a
                   # parameter that starts at 0 (a step relative to the value would be ~0 there)
@@ -52,9 +53,9 @@ def _mape(r: np.ndarray) -> float:
     return round(100 * float(np.mean(np.abs(np.expm1(r)))), 2) if r.size else 0.0
 
 
-def _cost(r: np.ndarray, f_scale: float = 0.1) -> float:
-    """least_squares' soft-L1 cost of the residuals ``r``: 0.5 * sum f^2 * 2 (sqrt(1 + (r/f)^2) - 1)."""
-    return float(np.sum(f_scale ** 2 * (np.sqrt(1.0 + (r / f_scale) ** 2) - 1.0)))
+def _cost(r: np.ndarray) -> float:
+    """least_squares' soft-L1 cost of the residuals ``r``: 0.5 * sum f^2 * 2 (sqrt(1 + (r/f)^2) - 1), f = F_SCALE."""
+    return float(np.sum(F_SCALE ** 2 * (np.sqrt(1.0 + (r / F_SCALE) ** 2) - 1.0)))
 
 
 def _scan(u0: np.ndarray, r0: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, list]:
@@ -98,7 +99,7 @@ def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.nda
     u0 = (x0 - lo) / span
     r0 = f(u0)
     u_fit, trail = (_scan(u0, r0, f) if stage.scan else (u0, []))
-    res = least_squares(f, u_fit, bounds=(0.0, 1.0), loss="soft_l1", f_scale=0.1, diff_step=DIFF_STEP,
+    res = least_squares(f, u_fit, bounds=(0.0, 1.0), loss="soft_l1", f_scale=F_SCALE, diff_step=DIFF_STEP,
                         x_scale=1.0, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
     res.x = lo + res.x * span
     fitted = with_values(base, names, res.x)

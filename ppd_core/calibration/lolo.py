@@ -1,10 +1,10 @@
 """Leave-one-layout-out: the honest error estimate for a layout the calibration never saw.
 
 For each of the seven calibration layouts, refit the layout-dependent stages (``stages.LOLO_STAGES``: decode
-and the joint TTFT stage, each once, with its coarse scan) on the other six layouts' subsample,
-warm-started from ``base`` (the shipped fit), then simulate every usable measured row of the held-out layout with the refitted parameters and
-report its Turn-2 TPOT mean MAPE and unsaturated p50 TTFT MAPE (the validation's target sets), per
-held-out layout and pooled over all of them."""
+and the joint TTFT stage, each once, with its coarse scan) on the other six layouts' subsample, warm-started
+from ``base`` (the shipped fit), then simulate every usable measured row of the held-out layout with the
+refitted parameters and report its Turn-2 TPOT mean MAPE and unsaturated p50 TTFT MAPE (the validation's
+target sets), per held-out layout and pooled over all of them."""
 from __future__ import annotations
 
 from dataclasses import asdict, replace
@@ -21,7 +21,7 @@ from .validate import _mape, points, simulate_rows, target_sets
 CALIBRATION_LAYOUTS = ("4R", "1P_3D", "2P_2D", "3P_1D", "1P_3pD", "2P_2pD", "3P_1pD")
 SETS = ("turn2_tpot_mean", "turn2_ttft_p50_unsaturated")
 # the folds' fit subsample: three synthetic workloads x three QPS and turn scaling (no ShareGPT runs, the
-# costliest scenarios), so seven folds of two stages run in about 15 min on 2 cores
+# costliest scenarios), so seven folds of two stages (with their scans) run in about 20 min on 2 quiet cores
 LOLO_SUBSAMPLE = Subsample(workloads=("small_mid_bal", "large_mid_bal", "large_big_paste"), qps=(2.0, 8.0, 20.0),
                            kinds=("comprehensive", "scaling"))
 
