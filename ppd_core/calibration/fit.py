@@ -101,6 +101,9 @@ def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.nda
     u_fit, trail = (_scan(u0, r0, f) if stage.scan else (u0, []))
     res = least_squares(f, u_fit, bounds=(0.0, 1.0), loss="soft_l1", f_scale=F_SCALE, diff_step=DIFF_STEP,
                         x_scale=1.0, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
+    # least_squares reports xtol "convergence" also when every trial step was rejected and the trust region
+    # shrank to nothing: the report says when the local fit ended where it started
+    local_moved = bool(np.max(np.abs(res.x - u_fit)) > XTOL)
     res.x = lo + res.x * span
     fitted = with_values(base, names, res.x)
     on_bound = {}
@@ -118,7 +121,9 @@ def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.nda
                   for i, n in enumerate(names)} if trail else None),
         "n_targets": int(r0.size), "mape_before": _mape(r0), "mape_after": _mape(np.asarray(res.fun)),
         "steps": int(res.nfev), "jacobians": int(res.njev or 0), "simulations": calls[0],
-        "converged": bool(res.status > 0), "status": STATUS.get(int(res.status), str(res.status)),
+        "converged": bool(res.status > 0), "local_moved": local_moved,
+        "status": STATUS.get(int(res.status), str(res.status)) + (
+            "" if local_moved else "; the local fit did not move from its start (every trial step rejected)"),
         "on_bound": on_bound, "seconds": round(perf_counter() - t0, 1),
     }
     moves = ", ".join(f"{n} {info['start'][n]:g} -> {info['params'][n]:g}" for n in names)
