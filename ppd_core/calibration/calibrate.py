@@ -26,14 +26,15 @@ from typing import Callable
 import numpy as np
 
 from ..config.errors import PPDError
-from ..model.params import PerfParams, default_params
+from ..model.params import PHYSICS_FILE, PerfParams, default_params
 from .fit import fit_stage
 from .interference_stage import PAPER_INTERFERENCE, interference_residuals
 from .measured import Row, read_dir
 from .stages import NOT_FITTED, STAGES, TARGETS, Stage
 from .validate import points, simulate_rows, summarize
 
-__all__ = ["PAPER_INTERFERENCE", "Subsample", "SimCache", "calibrate", "fit_stages", "literature_start", "write"]
+__all__ = ["PAPER_INTERFERENCE", "Subsample", "SimCache", "calibrate", "fit_stages", "literature_start",
+           "physics_owned", "write"]
 _interference_residuals = interference_residuals   # the name tests/test_validation.py imports
 
 
@@ -75,14 +76,36 @@ class SimCache:
         return {r.scenario: self._store[(params, r.scenario)] for r in rows}
 
 
-def literature_start(stages: tuple[Stage, ...] = STAGES, physics: Path | None = None) -> PerfParams:
-    """The ``--from-defaults`` start: the literature defaults, except that a parameter no stage fits takes its
-    value from the micro-benchmark fit (``data/physics_params.json``, or ``physics``). The written file names
-    every parameter and wins over that file, so starting from the bare default would ship the literature
-    ``eta_share`` in place of the fitted one."""
+def _fitted(stages: tuple[Stage, ...]) -> set[str]:
     fitted = {n for st in stages for n in st.names}
     if fitted & {"pd_fixed_ms", "p_send_share"}:
         fitted |= {"pd_handoff_ms", "p_send_ms"}
+    return fitted
+
+
+def physics_owned(stages: tuple[Stage, ...] = STAGES, physics: Path | None = None) -> tuple[str, ...]:
+    """Parameters that ``data/physics_params.json`` (``scripts/fit_physics.py``) fits and no stage here
+    does (today ``eta_share``). ``write`` leaves them out of the calibrated file, so they keep coming from the
+    micro-benchmark fit: that fit reads the calibrated engine parameters, and a copy of its value in the
+    calibrated file would go stale on every refit of it (and ``--from-defaults`` would no longer reproduce
+    the file, whose copy is of the refit before)."""
+    raw = _read_physics(physics)
+    return tuple(sorted(k for k in raw if k in PerfParams.field_names() and k not in _fitted(stages)))
+
+
+def _read_physics(physics: Path | None) -> dict:
+    path = PHYSICS_FILE if physics is None else Path(physics)
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("params", {})
+    except FileNotFoundError:
+        return {}
+
+
+def literature_start(stages: tuple[Stage, ...] = STAGES, physics: Path | None = None) -> PerfParams:
+    """The ``--from-defaults`` start: the literature defaults, except that a parameter no stage fits takes its
+    value from the micro-benchmark fit (``data/physics_params.json``, or ``physics``), where that file has
+    it (``physics_owned``)."""
+    fitted = _fitted(stages)
     phys = default_params(Path(os.devnull), physics)      # literature < physics_params.json only
     return replace(PerfParams(), **{k: getattr(phys, k) for k in PerfParams.field_names() if k not in fitted})
 
@@ -125,7 +148,7 @@ def fit_stages(p: PerfParams, rows: list[Row], stages: tuple[Stage, ...], cache:
 
 def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | None = None,
               log=print, stages: tuple[Stage, ...] = STAGES, subsample: Subsample = Subsample(),
-              final_validation: bool = True) -> tuple[PerfParams, dict]:
+              final_validation: bool = True, seeds: int = 4) -> tuple[PerfParams, dict]:
     rows, _ = read_dir(measured_dir)
     fit_rows = subsample.rows(rows)
     if not fit_rows:
@@ -137,17 +160,25 @@ def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | 
                            "scenarios": len({r.scenario for r in fit_rows}), "simulations": cache.runs}
     report["converged"] = all(report[st.name]["converged"] for st in stages)
     if final_validation:
-        log("validating on every measured point ...")
-        summary = summarize(points(rows, simulate_rows(rows, p, workers)))
-        report["validation"] = {"overall": summary["overall"], "winner_agreement": summary["winner_agreement"]}
+        # the same measure as ``validate`` (each point the mean of ``seeds`` seeds), so the file's report and
+        # README Fidelity quote one figure; a single seed adds its own noise (p50 TTFT ~0.3 pp)
+        log(f"validating on every measured point ({seeds} seeds each) ...")
+        summary = summarize(points(rows, simulate_rows(rows, p, workers, seeds=seeds)), seeds)
+        report["validation"] = {"overall": summary["overall"], "winner_agreement": summary["winner_agreement"],
+                                "seeds": seeds}
     return p, report
 
 
-def write(p: PerfParams, report: dict, out: Path, measured_dir: str) -> None:
+def write(p: PerfParams, report: dict, out: Path, measured_dir: str, stages: tuple[Stage, ...] = STAGES,
+          physics: Path | None = None) -> None:
+    """Write the calibrated parameters, without those the micro-benchmark fit owns (``physics_owned``)."""
+    owned = physics_owned(stages, physics)
     doc = {"_doc": "Performance-model parameters fitted by `python -m ppd_core calibrate --from-defaults` on the "
                    "measured H100 data; loaded by default by ppd_core.perf. See README 'Fidelity' for what each "
-                   "one means.",
+                   "one means. Parameters listed under 'from_physics' are not here: they come from "
+                   "data/physics_params.json (scripts/fit_physics.py).",
            "measured_dir": str(Path(measured_dir).name),
-           "params": {k: round(v, 6) for k, v in asdict(p).items()},
+           "params": {k: round(v, 6) for k, v in asdict(p).items() if k not in owned},
+           "from_physics": list(owned),
            "fit": report}
     out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
