@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from time import perf_counter
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -24,10 +25,13 @@ DIFF_STEP = 0.02  # finite-difference step, a share of each parameter's bound in
                   # coordinates scaled to [0, 1]): large enough to step over discrete-event jitter even for a
                   # parameter that starts at 0 (a step relative to the value would be ~0 there)
 SCAN = (0.1, 0.3, 0.5, 0.7, 0.9)   # the coarse scan's levels, shares of each bound interval (see fit_stage)
+REFINE = (0.1, 0.05, 0.025)        # the compass search's step sizes after the scan (``Stage.refine``), shares
+REFINE_POLLS = 2                   # of each bound interval, and its polls per size: at most 2 x 2 x 3 x n evaluations
 ON_BOUND = 5e-3  # a fitted value within this share of the bound interval from a bound is "on the bound"
 STATUS = {-1: "improper input", 0: "evaluation budget exhausted (not converged)", 1: "converged (gtol)",
           2: "converged (ftol: cost no longer falls)", 3: "converged (xtol: parameters no longer move)",
-          4: "converged (ftol and xtol)"}
+          4: "converged (ftol and xtol)",
+          5: f"converged (compass search: no step of {REFINE[-1]:.1%} of any bound interval lowers the cost)"}
 
 
 def get(p: PerfParams, name: str) -> float:
@@ -79,6 +83,35 @@ def _scan(u0: np.ndarray, r0: np.ndarray, f: Callable[[np.ndarray], np.ndarray])
     return u, trail
 
 
+def _refine(u0: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """Compass (pattern) search from ``u0`` on the scaled box: at each step size of ``REFINE`` in turn, try
+    every parameter one step up and one step down, keep each move that lowers the cost, and poll again at
+    the same size until a whole poll finds nothing (at most ``REFINE_POLLS`` polls per size). Derivative-free,
+    so the discrete-event jitter that makes least_squares' finite-difference steps fail does not stop it.
+    Converged when a whole poll at the finest size improves nothing. Returns (u, residuals at u, polls,
+    converged)."""
+    u, r = u0.copy(), f(u0)
+    best, polls, improved = _cost(r), 0, True
+    for h in REFINE:
+        for _ in range(REFINE_POLLS):
+            polls += 1
+            improved = False
+            for i in range(u.size):
+                for step in (h, -h):
+                    v = u.copy()
+                    v[i] = min(1.0, max(0.0, v[i] + step))
+                    if v[i] == u[i]:
+                        continue
+                    rv = f(v)
+                    c = _cost(rv)
+                    if c < best:
+                        best, u, r, improved = c, v, rv, True
+                        break
+            if not improved:
+                break
+    return u, r, polls, not improved
+
+
 def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.ndarray],
               log: Callable[[str], None]) -> tuple[PerfParams, dict]:
     """Fit ``stage.params`` of ``base`` so ``fun(params)`` (log residuals) is small; return the new
@@ -99,8 +132,13 @@ def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.nda
     u0 = (x0 - lo) / span
     r0 = f(u0)
     u_fit, trail = (_scan(u0, r0, f) if stage.scan else (u0, []))
-    res = least_squares(f, u_fit, bounds=(0.0, 1.0), loss="soft_l1", f_scale=F_SCALE, diff_step=DIFF_STEP,
-                        x_scale=1.0, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
+    if stage.refine:
+        n0 = calls[0]
+        x, r, polls, done = _refine(u_fit, f)
+        res = SimpleNamespace(x=x, fun=r, nfev=calls[0] - n0, njev=0, status=5 if done else 0)
+    else:
+        res = least_squares(f, u_fit, bounds=(0.0, 1.0), loss="soft_l1", f_scale=F_SCALE, diff_step=DIFF_STEP,
+                            x_scale=1.0, ftol=FTOL, xtol=XTOL, gtol=GTOL, max_nfev=stage.max_nfev)
     # least_squares reports xtol "convergence" also when every trial step was rejected and the trust region
     # shrank to nothing: the report says when the local fit ended where it started
     local_moved = bool(np.max(np.abs(res.x - u_fit)) > XTOL)

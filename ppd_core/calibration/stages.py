@@ -30,13 +30,16 @@ class Stage:
     """One least-squares stage. ``layout_dependent``: its targets change when a layout is held out, so
     leave-one-layout-out refits it per fold. ``max_nfev``: least_squares' budget of trial steps (each
     Jacobian costs len(params) more evaluations of the stage's targets). ``scan``: sweep each parameter over
-    a coarse grid first (``fit._scan``, 5 evaluations per parameter) so the local fit starts in the basin."""
+    a coarse grid first (``fit._scan``, 5 evaluations per parameter) so the local fit starts in the basin.
+    ``refine``: the local fit is a compass search (``fit._refine``) instead of least_squares, for a stage
+    whose cost is too bumpy for finite differences (``max_nfev`` then does not apply)."""
     name: str
     params: tuple[FitParam, ...]
     targets: str
     layout_dependent: bool = True
     max_nfev: int = 30
     scan: bool = False
+    refine: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -105,8 +108,11 @@ MIXED = Stage("mixed", (     # the interference law's per-iteration overhead and
 # puts every parameter near its basin), one joint stage fits all of them on both target sets. Fitting them
 # alternately instead pulls eta_compute to and fro (load 0.42, overheads 0.55: prefill under load wants it
 # slow, the low-load hops fast) and each pass undoes the other's compromise
+# Its local fit is the compass search: least_squares from the scan's point rejected nearly every step (in the
+# from-defaults run it moved no parameter by more than 2 %, so api_us_per_seq, p_send_share and
+# retok_hit_synthetic ended on scan levels: 205 ~ 200, 0.7005, 0.5)
 TTFT = Stage("ttft", tuple({fp.name: fp for fp in LOAD.params + OVERHEADS.params}.values()), "all_ttft",
-             max_nfev=40, scan=True)
+             max_nfev=40, scan=True, refine=True)
 STAGES: tuple[Stage, ...] = (DECODE, LOAD, OVERHEADS, TTFT, NATURAL, MIXED)
 # the stages leave-one-layout-out refits per fold, each once, warm-started from the full fit. With the
 # coarse scan: without it the eight-parameter ttft stage's first trust-region steps were rejected in every
