@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..config.errors import PPDError
-from ..model.params import PHYSICS_FILE, PerfParams, default_params
+from ..model.params import PerfParams, default_params, physics_values
 from .fit import fit_stage
 from .interference_stage import PAPER_INTERFERENCE, interference_residuals
 from .measured import Row, read_dir
@@ -89,16 +89,7 @@ def physics_owned(stages: tuple[Stage, ...] = STAGES, physics: Path | None = Non
     micro-benchmark fit: that fit reads the calibrated engine parameters, and a copy of its value in the
     calibrated file would go stale on every refit of it (and ``--from-defaults`` would no longer reproduce
     the file, whose copy is of the refit before)."""
-    raw = _read_physics(physics)
-    return tuple(sorted(k for k in raw if k in PerfParams.field_names() and k not in _fitted(stages)))
-
-
-def _read_physics(physics: Path | None) -> dict:
-    path = PHYSICS_FILE if physics is None else Path(physics)
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("params", {})
-    except FileNotFoundError:
-        return {}
+    return tuple(sorted(k for k in physics_values(physics) if k not in _fitted(stages)))
 
 
 def literature_start(stages: tuple[Stage, ...] = STAGES, physics: Path | None = None) -> PerfParams:

@@ -83,18 +83,16 @@ def _scan(u0: np.ndarray, r0: np.ndarray, f: Callable[[np.ndarray], np.ndarray])
     return u, trail
 
 
-def _refine(u0: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, int, bool]:
+def _refine(u0: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, bool]:
     """Compass (pattern) search from ``u0`` on the scaled box: at each step size of ``REFINE`` in turn, try
     every parameter one step up and one step down, keep each move that lowers the cost, and poll again at
     the same size until a whole poll finds nothing (at most ``REFINE_POLLS`` polls per size). Derivative-free,
     so the discrete-event jitter that makes least_squares' finite-difference steps fail does not stop it.
-    Converged when a whole poll at the finest size improves nothing. Returns (u, residuals at u, polls,
-    converged)."""
+    Converged when a whole poll at the finest size improves nothing. Returns (u, residuals at u, converged)."""
     u, r = u0.copy(), f(u0)
-    best, polls, improved = _cost(r), 0, True
+    best, improved = _cost(r), True
     for h in REFINE:
         for _ in range(REFINE_POLLS):
-            polls += 1
             improved = False
             for i in range(u.size):
                 for step in (h, -h):
@@ -109,7 +107,7 @@ def _refine(u0: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> tuple[np.n
                         break
             if not improved:
                 break
-    return u, r, polls, not improved
+    return u, r, not improved
 
 
 def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.ndarray],
@@ -134,7 +132,7 @@ def fit_stage(base: PerfParams, stage: Stage, fun: Callable[[PerfParams], np.nda
     u_fit, trail = (_scan(u0, r0, f) if stage.scan else (u0, []))
     if stage.refine:
         n0 = calls[0]
-        x, r, polls, done = _refine(u_fit, f)
+        x, r, done = _refine(u_fit, f)
         res = SimpleNamespace(x=x, fun=r, nfev=calls[0] - n0, njev=0, status=5 if done else 0)
     else:
         res = least_squares(f, u_fit, bounds=(0.0, 1.0), loss="soft_l1", f_scale=F_SCALE, diff_step=DIFF_STEP,

@@ -83,6 +83,11 @@ def default_params(path: Path | None = None, physics: Path | None = None) -> Per
                          _read(PHYSICS_FILE if physics is None else Path(physics)))
 
 
+def physics_values(physics: Path | None = None) -> dict[str, float]:
+    """The parameters ``data/physics_params.json`` (or ``physics``) sets; {} when the file is missing."""
+    return _values(_read(PHYSICS_FILE if physics is None else Path(physics)))
+
+
 def _values(raw: bytes) -> dict[str, float]:
     if not raw:
         return {}
