@@ -85,7 +85,7 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
     return t
 
 
-def batch_feedback(pm, batch: int, ctx_sum: int, step: float) -> float:
+def batch_feedback(pm, batch: int, ctx_sum: int, step: float, tpot: float | None = None) -> float:
     """How much D's batch amplifies a TPOT slowdown: slower decodes stay longer, so at the same arrival rate
     the batch grows (Little's law) and every step gets slower in turn. With e = d ln(step) / d ln(batch),
     the elasticity of the decode step in the batch size (contexts growing with it), a relative slowdown r
@@ -93,7 +93,7 @@ def batch_feedback(pm, batch: int, ctx_sum: int, step: float) -> float:
     this argument assumes is gone (the saturation report says so)."""
     a1, b1 = pm.decode_coeffs(batch + 1)
     step1 = a1 + b1 * ctx_sum * (batch + 1) / batch
-    e = min(max((step1 - step) / step * batch, 0.0), MAX_ELASTICITY)
+    e = min(max((step1 - step) / (tpot or step) * batch, 0.0), MAX_ELASTICITY)
     return 1.0 / (1.0 - e)
 
 
@@ -143,8 +143,9 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     extra_pd = max(it_one - step, 0.0) + pm.p.kv_recv_blocks_decode * xfer
     d_ttft = (ttft_pd - ttft_local) / ttft_pd if ttft_pd > 0 else 0.0
     # sum over the batch of extra / (output_i * step): each co-batched request's relative TPOT increase
-    d_tpot = (extra_local - extra_pd) * d.inverse_output_sum() / step if batch and step > 0 else 0.0
+    tpot = step * d.step_inflation()
+    d_tpot = (extra_local - extra_pd) * d.inverse_output_sum() / tpot if batch and step > 0 else 0.0
     if d_tpot:
-        d_tpot *= batch_feedback(pm, batch, ctx_sum, step)
+        d_tpot *= batch_feedback(pm, batch, ctx_sum, step, tpot)
     return {"ttft_local": ttft_local, "ttft_pd": ttft_pd, "extra_local": extra_local, "extra_pd": extra_pd,
             "d_ttft": d_ttft, "d_tpot": d_tpot, "score": view.w_ttft * d_ttft - view.w_tpot * d_tpot}

@@ -48,7 +48,7 @@ class Node(NodeMemory):
     __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "cap_blocks", "used", "alloc", "dec_blocks", "kv",
                  "waiting", "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg",
                  "_segment", "iter", "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact",
-                 "decode_capable", "dirty", "admitted", "preemptions")
+                 "decode_capable", "dirty", "admitted", "preemptions", "dec_time", "dec_base")
 
     def __init__(self, nid: int, role: str, name: str, sim: "NodeHost", pm, max_batched_tokens: int,
                  max_seqs: int = 1024, exact: bool = False, kv: KVCache | None = None):
@@ -73,6 +73,8 @@ class Node(NodeMemory):
         self.blocked = 0                    # inbound KV transfers in flight that pause this node's batch
         self.busy_time = 0.0
         self.iterations = 0
+        self.dec_time = 0.0                 # time of iterations that carried decodes
+        self.dec_base = 0.0                 # what those iterations would have taken as decode-only steps
         self.mbt = max_batched_tokens
         self.max_seqs = max_seqs
         self.exact = exact
@@ -260,6 +262,10 @@ class Node(NodeMemory):
                 self.version += 1
                 self.busy_time += t
                 self.iterations += 1
+                if self.n_dec:
+                    a, b = self.pm.decode_coeffs(self.n_dec)
+                    self.dec_time += t
+                    self.dec_base += a + b * (self.base_sum + self.n_dec * self.steps)
                 self.sim.wake_node(now + t, self, self.version)
                 if self.sim.spans is not None:
                     self.sim.span(self, now, now + t, "mixed" if self.n_dec else "prefill", chunks)
@@ -309,6 +315,8 @@ class Node(NodeMemory):
             start, k = seg.start, seg.steps
             dur = now - start
             self.busy_time += dur
+            self.dec_time += dur
+            self.dec_base += dur
             self.iterations += k
             self.steps += k
             self._ensure_blocks(self.steps - 1)   # the segment's last step grew into the cache, finishers too

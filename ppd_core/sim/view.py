@@ -70,6 +70,12 @@ class NodeView:
             return 0.5 * t
         return 0.0
 
+    def step_inflation(self) -> float:
+        """How much longer this node's iterations with decodes have run than decode-only steps of the same
+        batches would (prefill chunks beside them): >= 1, and 1 before any."""
+        n = self._node
+        return n.dec_time / n.dec_base if n.dec_base > 0 else 1.0
+
     def inverse_output_sum(self) -> float:
         """Sum over the decode batch of 1 / (output tokens): a stall of t seconds raises request i's TPOT by
         t / output_i, so t times this sum is the batch's summed TPOT increase (in seconds per token)."""
