@@ -56,13 +56,18 @@ def test_no_cap_at_1024_tokens(h100, llama, p):
     assert all(a < c for a, c in zip(ts, ts[1:]))
 
 
-@pytest.mark.parametrize("batch,decode_only_ms", [(10, 8.9), (50, 13.3), (100, 19.0)])
-def test_ordinary_mixed_batch_is_roofline_plus_overhead(h100, llama, p, batch, decode_only_ms):
+@pytest.mark.parametrize("batch", [10, 50, 100])
+def test_ordinary_mixed_batch_is_roofline_plus_overhead(h100, llama, p, batch):
     """10/50/100 decodes (context ~750, no shared prefix) + one 600-token prefill: decode-only + the prefill's
-    roofline compute + t_mix (+1 ms slack), not today's 58/219/420 ms."""
+    roofline compute + t_mix (+1 ms slack), not the issue's 58/219/420 ms. The decode-only step is the
+    engine's own (the dense latency model's iteration); how fast it is, is pinned by measurements, in
+    test_decode_only_micro_benchmark_rows_are_reproduced and the large-batch anchors."""
+    from ppd_core.model.dense import PerfModel
     ctx = batch * 750
     dec = ph.step_s(h100, llama, p, (), batch, ctx)
-    assert dec * 1e3 == pytest.approx(decode_only_ms, abs=0.3)   # same decode model as perf.py
+    assert dec == pytest.approx(PerfModel(h100, llama, 1, p).iteration([], batch, ctx), rel=1e-9)
+    floor = (llama.weight_bytes + ctx * llama.kv_bytes_per_token) / h100.hbm_bps   # one read at peak HBM
+    assert floor < dec < 3 * floor
     mixed = ph.step_s(h100, llama, p, [(600, 0)], batch, ctx)
     compute = 600 * llama.linear_gflop_per_token * 1e9 / (h100.flops * p.eta_compute)
     assert mixed > dec
@@ -70,6 +75,26 @@ def test_ordinary_mixed_batch_is_roofline_plus_overhead(h100, llama, p, batch, d
     assert mixed * 1e3 < 40.0
     # ordinary batch: no shared prefix => no cascade term, foreign_running changes nothing
     assert ph.step_s(h100, llama, p, [(600, 0)], batch, ctx, 0, True) == mixed
+
+
+def test_decode_only_micro_benchmark_rows_are_reproduced(h100, llama, p):
+    """Every measured decoding-only row of interference_core.csv (batch 10-250 over one shared 2k prefix),
+    re-evaluated with the shipped parameters: mean error <= 5 %, each row within 15 %."""
+    import csv
+    src = ROOT.parent / "shared" / "data" / "ppd-measured" / "interference_core.csv"
+    if not src.exists():
+        pytest.skip(f"{src} not present")
+    m = ph.default_meas()
+    errs = []
+    with open(src, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r["scenario"] != "decoding_only" or int(r["decode_count"]) == 0:
+                continue
+            b, y = int(r["decode_count"]), float(r["decode_avg_tpot_ms_mean"])
+            errs.append(abs(ph.microbench_tpot_ms(h100, llama, p, m, b, "none") / y - 1) * 100)
+    assert len(errs) >= 20
+    assert sum(errs) / len(errs) <= 5.0, errs
+    assert max(errs) <= 15.0, errs
 
 
 def test_cascade_loss_scales_with_batch_and_shared_context(h100, llama, p):
