@@ -15,7 +15,10 @@ dTTFT is the relative TTFT gain of local, (TTFT_pd - TTFT_local) / TTFT_pd. dTPO
 degradation the choice causes, summed over the co-batched decodes: each path adds some time to D's batch
 (local: the append-prefill iteration over a decode step; PD: the first-token iteration and, with a blocking
 KV receive, the transfer pause); request i's TPOT grows by that time over its output length, i.e. by
-extra / (output_i * step) relatively, and dTPOT is the sum of that over the batch, local minus PD. The sum
+extra / (output_i * TPOT) relatively, and dTPOT is the sum of that over the batch, local minus PD. TPOT is
+D's decode-only step times the node's step inflation (``NodeView.step_inflation``: how much longer its
+iterations with decodes have run than decode-only steps of the same batches, for the prefill chunks beside
+them); dividing by the bare decode-only step over-stated the effect on a node that serves appends. The sum
 (not the mean) is what the paper's table measures: its dTPOT is the relative change of the class's mean
 TPOT when the class is served locally, and by Little's law a request's decode overlaps on average the
 stalls of as many local decisions as there are decodes in its batch, so the per-decision sum equals the
@@ -87,10 +90,12 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
 
 def batch_feedback(pm, batch: int, ctx_sum: int, step: float, tpot: float | None = None) -> float:
     """How much D's batch amplifies a TPOT slowdown: slower decodes stay longer, so at the same arrival rate
-    the batch grows (Little's law) and every step gets slower in turn. With e = d ln(step) / d ln(batch),
-    the elasticity of the decode step in the batch size (contexts growing with it), a relative slowdown r
-    becomes r / (1 - e). e is capped at MAX_ELASTICITY: near 1 the node is decode-bound and the steady state
-    this argument assumes is gone (the saturation report says so)."""
+    the batch grows (Little's law) and every step gets slower in turn. With e = batch * d(step)/d(batch) /
+    tpot, the elasticity of D's mean iteration time ``tpot`` (default: the decode-only ``step``) in the batch
+    size (contexts growing with it; one more decode lengthens an iteration by the same time whether prefill
+    chunks ride in it or not), a relative slowdown r becomes r / (1 - e). e is capped at MAX_ELASTICITY:
+    near 1 the node is decode-bound and the steady state this argument assumes is gone (the saturation
+    report says so)."""
     a1, b1 = pm.decode_coeffs(batch + 1)
     step1 = a1 + b1 * ctx_sum * (batch + 1) / batch
     e = min(max((step1 - step) / (tpot or step) * batch, 0.0), MAX_ELASTICITY)
@@ -142,7 +147,7 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     extra_local = max(it_local - step, 0.0)
     extra_pd = max(it_one - step, 0.0) + pm.p.kv_recv_blocks_decode * xfer
     d_ttft = (ttft_pd - ttft_local) / ttft_pd if ttft_pd > 0 else 0.0
-    # sum over the batch of extra / (output_i * step): each co-batched request's relative TPOT increase
+    # sum over the batch of extra / (output_i * TPOT): each co-batched request's relative TPOT increase
     tpot = step * d.step_inflation()
     d_tpot = (extra_local - extra_pd) * d.inverse_output_sum() / tpot if batch and step > 0 else 0.0
     if d_tpot:
