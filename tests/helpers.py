@@ -352,6 +352,8 @@ def check_invariants(result_or_sim, scenario=None, *, sim=None, convs=None, trac
         assert sim.open_convs == 0, "the run ended with conversations still open"
         assert all(cs.done for cs in sim.convs)
         for n in sim.nodes:
+            # iterations with decodes never run faster than those decodes alone (Eq.1's step inflation >= 1)
+            assert 0.0 <= n.dec_base <= n.dec_time * (1 + 1e-12), (n.name, n.dec_base, n.dec_time)
             assert n.kv.blocks == sum(n.kv.entries.values())
             assert 0 <= n.kv.blocks <= n.cap_blocks
             assert n.used >= 0

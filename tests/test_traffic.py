@@ -133,12 +133,16 @@ def test_goodput_brackets_the_capacity(tmp_path):
 
 def test_warm_started_goodput_matches_the_cold_search_within_two_tolerances():
     """A search started from a previous answer (the dashboard passes it when a slider moves) ends on a
-    bracket of the same width as a cold search; where the attainment falls through the target once (this
-    TTFT/TPOT case), the two brackets hold the same crossing, so the goodputs agree within 2 x rel_tol. From
-    the unchanged answer itself the search is settled in one round of two runs per system."""
+    bracket of the same width as a cold search; where the attainment falls through the target once, the two
+    brackets hold the same crossing, so the goodputs agree within 2 x rel_tol. From the unchanged answer
+    itself the search is settled in one round of two runs per system. Here the SLOs are loose enough to hold
+    until 1P_1D saturates (over a 100 s window, PPD near 6.7 and PD near 7 conv/s), where attainment falls
+    from ~1 to below 0.8 within 5 % of load. With tight ones (200 ms / 30 ms on 2P_2D) PD's attainment
+    hovers at 0.89-0.92 from 3 to 4.6 conv/s: every point of that plateau is a crossing, and a warm start
+    may rightly end on another one."""
     from ppd_core.analysis.goodput import goodput
-    sc = Scenario(layout="2P_2D", conversations=150, qps=2, workload="sharegpt")
-    kw = dict(slo_ttft_ms=200, slo_tpot_ms=30, rel_tol=0.05, systems=("PPD", "PD"), cache=False)
+    sc = Scenario(layout="1P_1D", conversations=100, qps=1, workload="sharegpt")
+    kw = dict(slo_ttft_ms=1000, slo_tpot_ms=60, rel_tol=0.05, systems=("PPD", "PD"), cache=False)
     cold = goodput(sc, 0.9, **kw)
     for name in kw["systems"]:
         assert cold["systems"][name]["goodput_qps"] > 0, name
@@ -198,20 +202,44 @@ def test_computed_w_tpot_range_is_where_the_decision_changes():
     assert moved(below, 1.0, lo / 2) == 0 and moved(below, 1.0, hi * 2) > 0
 
 
+def test_step_inflation_is_what_prefills_beside_the_decodes_add():
+    """Eq.1's TPOT is D's decode-only step times the node's step inflation: the time of its iterations that
+    carried decodes over what decode-only steps of the same batches take. Under PD, D's only prefills are
+    the 1-token first-token steps, so it stays ~1; served locally, Turn 2+ append-prefills run beside the
+    decodes and it grows (by ~2 % here: most appends are a few dozen tokens); a P node, which never decodes,
+    reports 1."""
+    from ppd_core.sim.view import NodeView
+    from helpers import check_invariants, simulate_checked
+    infl = {}
+    for policy in ("pd", "ppd"):
+        sc = Scenario(layout="2P_2D", workload="sharegpt", qps=6.0, conversations=150, policy=policy)
+        res, sim = simulate_checked(sc)
+        check_invariants(res, sc, sim=sim)
+        views = {n.role: NodeView(n) for n in sim.nodes}
+        assert views["P"].step_inflation() == 1.0
+        infl[policy] = views["D"].step_inflation()
+    assert 1.0 <= infl["pd"] < 1.02, infl
+    assert infl["ppd"] > infl["pd"] + 0.005, infl
+
+
 @pytest.mark.parametrize("qps", [2.0, 6.0])
 def test_eq1_dtpot_tracks_the_realised_class_effect(qps):
     """dTPOT is the paper's cell measure, (TPOT_ppd - TPOT_pd) / TPOT_pd of Turn 2+: the mean estimate logged
     under policy=ppd lies within [0.75, 1.25]x of what serving the class locally actually costs, below
     saturation (the earlier 'mean over the remaining decode' estimate was ~30x too small; without the batch
-    feedback term it is ~0.65x)."""
-    sc = Scenario(layout="2P_2D", workload="sharegpt", qps=qps)
-    ppd, pd = (ppd_core.run(sc.with_(policy=p)) for p in ("ppd", "pd"))
-    t_ppd, t_pd = (r.summary["groups"]["turn2plus"]["tpot_ms"]["mean"] for r in (ppd, pd))
-    realised = (t_ppd - t_pd) / t_pd
-    df = ppd.records
-    est = float(df[(df.turn >= 2) & df.est_dtpot.notna()].est_dtpot.mean())
-    assert realised > 0.005, realised
-    assert 0.75 <= est / realised <= 1.25, (est, realised)
+    feedback term it is ~0.65x). Both sides are means over three seeds: one seed's realised effect is a
+    difference of two noisy means (at QPS 6 one seed's ratio ranges 1.12-1.23 over seeds 42-44)."""
+    ests, realised = [], []
+    for seed in (42, 43, 44):
+        sc = Scenario(layout="2P_2D", workload="sharegpt", qps=qps, seed=seed)
+        ppd, pd = (ppd_core.run(sc.with_(policy=p)) for p in ("ppd", "pd"))
+        t_ppd, t_pd = (r.summary["groups"]["turn2plus"]["tpot_ms"]["mean"] for r in (ppd, pd))
+        realised.append((t_ppd - t_pd) / t_pd)
+        df = ppd.records
+        ests.append(float(df[(df.turn >= 2) & df.est_dtpot.notna()].est_dtpot.mean()))
+    est, real = float(np.mean(ests)), float(np.mean(realised))
+    assert real > 0.005, realised
+    assert 0.75 <= est / real <= 1.25, (ests, realised)
 
 
 def test_w_tpot_moves_the_local_share_across_the_slider_on_2p_2d_sharegpt():
