@@ -128,6 +128,8 @@ def test_fitted_parameters_and_per_row_error_file():
     assert fit["fit"]["all"]["max_abs"] <= FIT_BOUND_ROW
     assert fit["fit"]["on_bound"] == []
     assert 0.05 < fit["params"]["eta_share"] < 1.0
+    from ppd_core.model.microbench import fit_mape
+    assert fit_mape() == fit["fit"]["all"]["mape"]        # what the Paper page's Fig.2 verdict quotes
     table = (ROOT / "data" / "interference_fit.md").read_text()
     assert table.count("\n| core |") + table.count("\n| sens |") == 193
 

@@ -34,6 +34,17 @@ class MeasParams:
             num(f"MeasParams.{f.name}", getattr(self, f.name))
 
 
+def fit_mape() -> float | None:
+    """The interference-law fit's MAPE over every micro-benchmark row (%), from ``data/physics_params.json``;
+    None if the file or the figure is missing."""
+    try:
+        doc = json.loads(PHYSICS_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    mape = doc.get("fit", {}).get("all", {}).get("mape")
+    return float(mape) if isinstance(mape, (int, float)) else None
+
+
 def default_meas() -> MeasParams:
     """The fitted ``measurement`` block of ``data/physics_params.json`` (zeros if the file is missing)."""
     try:

@@ -9,7 +9,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..config.scenario import Scenario
-from ..model.microbench import interference_tpot_ms
+from ..model.microbench import default_meas, fit_mape, interference_tpot_ms
 from .judge import Item, Tol, judged_row, judged_table, measured_dir_or_none
 from .published import PUB_INTERFERENCE
 
@@ -89,11 +89,14 @@ def interference(measured_dir: str | Path | None = None, params=None,
                f"{table.loc[0, 'simulated']:.1f} ms vs ≈28 ms "
                f"({'within' if table.loc[0, 'within'] else 'outside'} ±30 %).")
     if not (table.loc[1, "within"] and table.loc[3, "within"]):
+        mape = fit_mape()
+        fitted = f", MAPE {mape:.2f} %" if mape is not None else ""
         verdict += (" Full prefills: the interference law (the cascade read the batch loses while a request without "
-                    "the shared 2,048-token prefix runs, fitted on all 193 measured micro-benchmark rows, MAPE "
-                    "4.95 %) prices it engine-side; with that benchmark's client-side streaming cost (~70 us per stream "
-                    "per step) it is the measured configuration's ≈ +117 %, about 2.4x the paper's figure; the paper's "
-                    "+48 % / +57 % come from a configuration with no raw data here, so the law is not bent to them.")
+                    f"the shared 2,048-token prefix runs, fitted on all 193 measured micro-benchmark rows{fitted}) "
+                    "prices it engine-side; with that benchmark's client-side streaming cost "
+                    f"(~{default_meas().stream_us:.0f} us per stream per step) it is the measured configuration's "
+                    "≈ +117 %, about 2.4x the paper's figure; the paper's +48 % / +57 % come from a configuration "
+                    "with no raw data here, so the law is not bent to them.")
     tol = ("slowdowns at batch 200: ±5 pp with one prefill (the paper's headline claim), ±10 pp with four "
            "(figure readings); decode-only TPOT ±30 % (a figure reading). Unchanged since the interference law "
            "replaced the fitted per-request constants: the full-prefill rows now fall outside, for the reason "
