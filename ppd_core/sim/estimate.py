@@ -88,17 +88,17 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
     return t
 
 
-def batch_feedback(pm, batch: int, ctx_sum: int, step: float, tpot: float | None = None) -> float:
+def batch_feedback(pm, batch: int, ctx_sum: int, step: float, tpot: float) -> float:
     """How much D's batch amplifies a TPOT slowdown: slower decodes stay longer, so at the same arrival rate
     the batch grows (Little's law) and every step gets slower in turn. With e = batch * d(step)/d(batch) /
-    tpot, the elasticity of D's mean iteration time ``tpot`` (default: the decode-only ``step``) in the batch
-    size (contexts growing with it; one more decode lengthens an iteration by the same time whether prefill
-    chunks ride in it or not), a relative slowdown r becomes r / (1 - e). e is capped at MAX_ELASTICITY:
-    near 1 the node is decode-bound and the steady state this argument assumes is gone (the saturation
-    report says so)."""
+    tpot, the elasticity of D's mean iteration time ``tpot`` (the decode-only ``step`` times the step
+    inflation) in the batch size (contexts growing with it; one more decode lengthens an iteration by the
+    same time whether prefill chunks ride in it or not), a relative slowdown r becomes r / (1 - e). e is
+    capped at MAX_ELASTICITY: near 1 the node is decode-bound and the steady state this argument assumes is
+    gone (the saturation report says so)."""
     a1, b1 = pm.decode_coeffs(batch + 1)
     step1 = a1 + b1 * ctx_sum * (batch + 1) / batch
-    e = min(max((step1 - step) / (tpot or step) * batch, 0.0), MAX_ELASTICITY)
+    e = min(max((step1 - step) / tpot * batch, 0.0), MAX_ELASTICITY)
     return 1.0 / (1.0 - e)
 
 
