@@ -255,7 +255,8 @@ class Node(NodeMemory):
                 chunks.append((req, n))
                 spec.append((n, req.done_prefill, req.full_prefill))
             if chunks:
-                t = self.pm.iteration(spec, self.n_dec, self.base_sum + self.n_dec * self.steps)
+                ctx = self.base_sum + self.n_dec * self.steps
+                t = self.pm.iteration(spec, self.n_dec, ctx)
                 if self.role == "P":   # P's step waits for each finished request's KV send to be queued
                     t += self.pm.p_send_s * sends
                 self.busy, self.iter, self.seg = True, chunks, None
@@ -265,7 +266,7 @@ class Node(NodeMemory):
                 if self.n_dec:
                     a, b = self.pm.decode_coeffs(self.n_dec)
                     self.dec_time += t
-                    self.dec_base += a + b * (self.base_sum + self.n_dec * self.steps)
+                    self.dec_base += a + b * ctx
                 self.sim.wake_node(now + t, self, self.version)
                 if self.sim.spans is not None:
                     self.sim.span(self, now, now + t, "mixed" if self.n_dec else "prefill", chunks)
