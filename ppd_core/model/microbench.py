@@ -34,25 +34,25 @@ class MeasParams:
             num(f"MeasParams.{f.name}", getattr(self, f.name))
 
 
+def _physics_doc() -> dict:
+    """``data/physics_params.json`` as written by scripts/fit_physics.py; {} if the file is missing."""
+    try:
+        return json.loads(PHYSICS_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
 def fit_mape() -> float | None:
     """The interference-law fit's MAPE over every micro-benchmark row (%), from ``data/physics_params.json``;
     None if the file or the figure is missing."""
-    try:
-        doc = json.loads(PHYSICS_FILE.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    mape = doc.get("fit", {}).get("all", {}).get("mape")
+    mape = _physics_doc().get("fit", {}).get("all", {}).get("mape")
     return float(mape) if isinstance(mape, (int, float)) else None
 
 
 def default_meas() -> MeasParams:
     """The fitted ``measurement`` block of ``data/physics_params.json`` (zeros if the file is missing)."""
-    try:
-        doc = json.loads(PHYSICS_FILE.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return MeasParams()
     names = {f.name for f in fields(MeasParams)}
-    return MeasParams(**{k: float(v) for k, v in doc.get("measurement", {}).items() if k in names})
+    return MeasParams(**{k: float(v) for k, v in _physics_doc().get("measurement", {}).items() if k in names})
 
 
 def microbench_tpot_ms(gpu: GPU, model: Model, p: PerfParams, m: MeasParams, batch, kind="none",
