@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from ppd_core.calibration.agreement import effect_size, rank_agreement
-from ppd_core.calibration.calibrate import Subsample, calibrate, literature_start, physics_owned, write
+from ppd_core.calibration import calibrate as calibrate_mod
+from ppd_core.calibration.calibrate import (Subsample, calibrate, fit_passes, literature_start, pass_change,
+                                           physics_owned, write)
 from ppd_core.calibration.fit import fit_stage
 from ppd_core.calibration.lolo import lolo
 from ppd_core.calibration.measured import read_dir
@@ -38,6 +40,39 @@ def test_fit_stage_converges_to_the_analytic_optimum():
     assert info["converged"] and info["on_bound"] == {}
     assert info["change_pct"]["t_iter_ms"] == pytest.approx(100 * (2.5 / 1.8 - 1), abs=0.2)
     json.dumps(info)   # the report is plain JSON
+
+
+def test_passes_run_coupled_stages_to_their_joint_fixed_point(monkeypatch):
+    """Two stages whose optima depend on each other (t_iter = 1 + t_seq / 100, t_seq = 50 + 10 t_iter; joint
+    solution 5/3 ms and 66.7 us): one pass stops short of it, repeated passes converge onto it, the report
+    says how many passes ran and how much each moved, and a pass cap that is too small says "not converged"."""
+    toy = {"a": lambda q: np.array([math.log(q.t_iter_ms / (1 + q.t_seq_us / 100))]),
+           "b": lambda q: np.array([math.log(q.t_seq_us / (50 + 10 * q.t_iter_ms))])}
+    monkeypatch.setattr(calibrate_mod, "_targets", lambda rows, name: [name])
+    monkeypatch.setattr(calibrate_mod, "_residual_fun", lambda targets, cache: toy[targets[0]])
+    a = Stage("a", (FitParam("t_iter_ms", 0.2, 6.0, "a host cost"),), "a", max_nfev=20)
+    b = Stage("b", (FitParam("t_seq_us", 0.0, 400.0, "a host cost"),), "b", max_nfev=20)
+    one, rep1 = fit_passes(PerfParams(), [], (a, b), None, lambda m: None, repeat=(a, b), max_passes=1)
+    assert rep1["passes"] == {"n": 1, "repeat": ["a", "b"], "rtol": 0.01, "max_passes": 1, "converged": False,
+                              "trail": []}
+    assert abs(one.t_iter_ms / (5 / 3) - 1) > 0.02          # one pass is not at the joint optimum
+    lines = []
+    p, rep = fit_passes(PerfParams(), [], (a, b), None, lines.append, repeat=(a, b), max_passes=6)
+    assert p.t_iter_ms == pytest.approx(5 / 3, rel=0.01) and p.t_seq_us == pytest.approx(200 / 3, rel=0.01)
+    passes = rep["passes"]
+    assert passes["converged"] and 2 <= passes["n"] < 6 and len(passes["trail"]) == passes["n"] - 1
+    assert passes["trail"][-1]["max_change_pct"] <= 1.0 < passes["trail"][0]["max_change_pct"]
+    assert {"a", "b", "a@2", "b@2"} <= set(rep)                 # every pass's stage report is kept
+    assert any("converged at 1 %" in m for m in lines)
+    json.dumps(rep)
+
+
+def test_pass_change_is_relative_with_a_floor_near_zero():
+    st = Stage("s", (FitParam("t_mix_ms", 0.0, 20.0, "a host cost"), FitParam("t_iter_ms", 0.2, 6.0, "x")), "s")
+    before = PerfParams(t_mix_ms=0.001, t_iter_ms=2.0)
+    ch = pass_change(before, replace(before, t_mix_ms=0.021, t_iter_ms=2.02), (st,))
+    assert ch["t_iter_ms"] == pytest.approx(0.01)
+    assert ch["t_mix_ms"] == pytest.approx(0.02 / 2.0)          # floor: 0.1 x the 20 ms interval
 
 
 def test_fit_stage_names_a_bound_it_ends_on():
@@ -163,6 +198,7 @@ def test_full_calibration_from_defaults_reproduces_the_shipped_file():
         assert v == pytest.approx(shipped.get(k, getattr(loaded, k)), rel=0.01, abs=1e-6), k
     for st in STAGES:
         assert report[st.name]["converged"] or report[st.name]["on_bound"], st.name
+    assert report["passes"]["converged"], report["passes"]
 
 
 @needs_data

@@ -27,14 +27,14 @@ import numpy as np
 
 from ..config.errors import PPDError
 from ..model.params import PerfParams, default_params, physics_values
-from .fit import fit_stage
+from .fit import fit_stage, get
 from .interference_stage import PAPER_INTERFERENCE, interference_residuals
 from .measured import Row, read_dir
-from .stages import NOT_FITTED, STAGES, TARGETS, Stage
+from .stages import MAX_PASSES, NOT_FITTED, PASS_RTOL, REPEAT, STAGES, TARGETS, Stage
 from .validate import points, simulate_rows, summarize
 
-__all__ = ["PAPER_INTERFERENCE", "Subsample", "SimCache", "calibrate", "fit_stages", "literature_start",
-           "physics_owned", "write"]
+__all__ = ["PAPER_INTERFERENCE", "Subsample", "SimCache", "calibrate", "fit_passes", "fit_stages", "literature_start",
+           "pass_change", "physics_owned", "write"]
 _interference_residuals = interference_residuals   # the name tests/test_validation.py imports
 
 
@@ -120,36 +120,82 @@ def _residual_fun(targets: list[tuple[Row, str]], cache: SimCache) -> Callable[[
 
 
 def fit_stages(p: PerfParams, rows: list[Row], stages: tuple[Stage, ...], cache: SimCache,
-               log: Callable[[str], None]) -> tuple[PerfParams, dict]:
-    """Run ``stages`` in order on ``rows`` from ``p``; each starts where the previous one ended."""
+               log: Callable[[str], None], suffix: str = "") -> tuple[PerfParams, dict]:
+    """Run ``stages`` in order on ``rows`` from ``p``; each starts where the previous one ended. Each stage's
+    report is keyed by its name + ``suffix`` (a later pass's ``@2``, ``@3``)."""
     report: dict = {}
     for st in stages:
+        key = st.name + suffix
         if st.targets == "paper_interference":
-            log(f"stage {st.name}: {', '.join(st.names)} on the paper's Fig.2/Fig.7 slowdowns")
-            p, report[st.name] = fit_stage(p, st, interference_residuals, log)
-            report[st.name]["residual_pp"] = [round(100 * float(x), 2) for x in interference_residuals(p)]
+            log(f"stage {key}: {', '.join(st.names)} on the paper's Fig.2/Fig.7 slowdowns")
+            p, report[key] = fit_stage(p, st, interference_residuals, log)
+            report[key]["residual_pp"] = [round(100 * float(x), 2) for x in interference_residuals(p)]
             continue
         targets = _targets(rows, st.targets)
         if not targets:
             raise PPDError(f"calibration stage {st.name}: no measured {st.targets} targets in the subsample")
-        log(f"stage {st.name}: {', '.join(st.names)} on {len(targets)} measured values")
-        p, report[st.name] = fit_stage(p, st, _residual_fun(targets, cache), log)
+        log(f"stage {key}: {', '.join(st.names)} on {len(targets)} measured values")
+        p, report[key] = fit_stage(p, st, _residual_fun(targets, cache), log)
+    return p, report
+
+
+def pass_change(before: PerfParams, after: PerfParams, stages: tuple[Stage, ...]) -> dict[str, float]:
+    """Each fitted coordinate's change over one pass, as a share of its value (of 0.1 x its bound interval
+    when the value is smaller than that, so a parameter near 0 is not called unconverged for a tiny move)."""
+    out = {}
+    for st in stages:
+        for fp in st.params:
+            a, b = get(before, fp.name), get(after, fp.name)
+            out[fp.name] = abs(b - a) / max(abs(a), 0.1 * (fp.hi - fp.lo))
+    return out
+
+
+def fit_passes(p: PerfParams, rows: list[Row], stages: tuple[Stage, ...], cache: SimCache,
+               log: Callable[[str], None], repeat: tuple[Stage, ...] = REPEAT,
+               max_passes: int = MAX_PASSES, rtol: float = PASS_RTOL) -> tuple[PerfParams, dict]:
+    """``stages`` once, then ``repeat`` again until a pass changes none of its parameters by more than
+    ``rtol`` (``pass_change``) or ``max_passes`` passes in all have run (``stages.REPEAT`` says why).
+    ``report["passes"]``: how many ran, whether the last one moved nothing, and each pass's largest change."""
+    p, report = fit_stages(p, rows, stages, cache, log)
+    trail, converged = [], not repeat
+    for k in range(2, max_passes + 1):
+        if converged:
+            break
+        before = p
+        log(f"pass {k}: {', '.join(st.name for st in repeat)} again from where pass {k - 1} ended")
+        p, rep = fit_stages(p, rows, repeat, cache, log, suffix=f"@{k}")
+        report.update(rep)
+        change = pass_change(before, p, repeat)
+        worst = max(change, key=change.get)
+        trail.append({"pass": k, "max_change_pct": round(100 * change[worst], 3), "param": worst,
+                      "change_pct": {n: round(100 * c, 3) for n, c in change.items()}})
+        converged = change[worst] <= rtol
+        log(f"pass {k}: largest change {worst} {100 * change[worst]:.2f} % "
+            f"({'converged' if converged else 'not yet'} at {100 * rtol:g} %)")
+    report["passes"] = {"n": 1 + len(trail), "repeat": [st.name for st in repeat], "rtol": rtol,
+                        "max_passes": max_passes, "converged": converged, "trail": trail}
     return p, report
 
 
 def calibrate(measured_dir: str, base: PerfParams | None = None, workers: int | None = None,
               log=print, stages: tuple[Stage, ...] = STAGES, subsample: Subsample = Subsample(),
-              final_validation: bool = True, seeds: int = 4) -> tuple[PerfParams, dict]:
+              final_validation: bool = True, seeds: int = 4,
+              repeat: tuple[Stage, ...] | None = None) -> tuple[PerfParams, dict]:
+    """``repeat``: the stages run again after the first pass (``fit_passes``); default ``stages.REPEAT``
+    when ``stages`` is the full list, none for any other list."""
     rows, _ = read_dir(measured_dir)
     fit_rows = subsample.rows(rows)
     if not fit_rows:
         raise PPDError(f"--measured: no usable measured rows in {measured_dir}")
     cache = SimCache(workers)
-    p, report = fit_stages(base or PerfParams(), fit_rows, stages, cache, log)
+    if repeat is None:
+        repeat = REPEAT if stages == STAGES else ()
+    p, report = fit_passes(base or PerfParams(), fit_rows, stages, cache, log, repeat)
     report["not_fitted"] = dict(NOT_FITTED)
     report["subsample"] = {**asdict(subsample), "rows": len(fit_rows),
                            "scenarios": len({r.scenario for r in fit_rows}), "simulations": cache.runs}
-    report["converged"] = all(report[st.name]["converged"] for st in stages)
+    stage_keys = [k for k, v in report.items() if isinstance(v, dict) and "converged" in v and k != "passes"]
+    report["converged"] = all(report[k]["converged"] for k in stage_keys) and report["passes"]["converged"]
     if final_validation:
         # the same measure as ``validate`` (each point the mean of ``seeds`` seeds), so the file's report and
         # README Fidelity quote one figure; a single seed adds its own noise (p50 TTFT ~0.3 pp)
