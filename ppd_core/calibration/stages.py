@@ -127,7 +127,7 @@ STAGES: tuple[Stage, ...] = (DECODE, LOAD, OVERHEADS, TTFT, NATURAL, MIXED)
 # repeated: decode's targets (TPOT) barely depend on the later stages' parameters, and the joint ttft stage
 # refits everything load and overheads fit
 REPEAT: tuple[Stage, ...] = (TTFT, NATURAL, MIXED)
-MAX_PASSES = 3
+MAX_PASSES = 2
 PASS_RTOL = 0.01
 # the stages leave-one-layout-out refits per fold, each once, warm-started from the full fit. With the
 # coarse scan: without it the eight-parameter ttft stage's first trust-region steps were rejected in every
