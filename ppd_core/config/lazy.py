@@ -6,7 +6,6 @@ call as imports, so the layer rule holds for them too.
 """
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -15,17 +14,18 @@ from types import MappingProxyType
 def lazy_exports(package: str, exports: Mapping[str, tuple[str, ...]]
                  ) -> tuple[list[str], Callable[[str], object], Callable[[], list[str]]]:
     """``__all__, __getattr__, __dir__`` for ``package``, which re-exports the names ``exports`` lists under
-    each of its relative modules (``{".base": ("build", ...)}``). A name equal to the module's own last part
-    (``{".model": ("model",)}``) is that module. Nothing is cached in the package: the import system keeps the
-    modules, and each access is one ``sys.modules`` lookup."""
-    where = MappingProxyType({name: module for module, names in exports.items() for name in names})
+    each of its modules, named relative to it with one leading dot (``{".base": ("build", ...)}``). A name
+    equal to the module's own last part (``{".model": ("model",)}``) is that module. Nothing is cached in the
+    package: the import system keeps the modules, and each access is one ``sys.modules`` lookup."""
+    where = MappingProxyType({name: package + module for module, names in exports.items() for name in names})
 
     def __getattr__(name: str) -> object:
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        mod = importlib.import_module(module, package)
-        return mod if mod.__name__ == f"{package}.{name}" else getattr(mod, name)
+        __import__(module)      # not importlib.import_module, whose imports `-X importtime` does not show
+        mod = sys.modules[module]
+        return mod if module == f"{package}.{name}" else getattr(mod, name)
 
     def __dir__() -> list[str]:
         return sorted({*vars(sys.modules[package]), *where})
