@@ -15,7 +15,7 @@ HEAVY = ("pandas", "pyarrow", "scipy", "dask", "distributed", "plotly", "streaml
 # ppd_core's own modules a plain run does not use: imported on first use (the packages' lazy re-exports, function-
 # level imports), so `run --json` does not load them
 NOT_FOR_A_RUN = ("ppd_core.model.microbench", "ppd_core.model.step", "ppd_core.model.interference",
-                 "ppd_core.sim.decision_table")
+                 "ppd_core.sim.decision_table", "ppd_core.workloads.trace_common")
 # run a snippet, then print the name of every imported module as JSON on the last line
 WRAP = ("import json, sys\n{body}\n"
         "print(json.dumps(sorted(sys.modules)))")

@@ -7,7 +7,6 @@ Bad input never prints a traceback: one line naming the input and what is allowe
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import Sequence
 
@@ -23,7 +22,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = Parser(prog="python -m ppd_core", description="PPD Explorer simulator")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for name in (only,) if only in COMMANDS else COMMANDS:
-        cmd = importlib.import_module(f".{name}", __name__)
+        __import__(f"{__name__}.{name}")    # not importlib.import_module, whose imports -X importtime hides
+        cmd = sys.modules[f"{__name__}.{name}"]
         cmd.add_parser(sub)
         sub.choices[cmd.NAME].set_defaults(handler=cmd.handle)
     return p
