@@ -4,6 +4,7 @@ sys.modules, not time."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,20 @@ def test_lazy_reexports_resolve():
                           "import ppd_core\n"
                           "print(ppd_core.model.__name__, ppd_core.Scenario.__module__)")
     assert out.split() == ["ppd_core.model", "ppd_core.config.scenario"]
+
+
+@pytest.mark.parametrize("user", [None, "2"])
+def test_the_cli_imports_numpy_with_one_blas_thread_unless_told(user):
+    """``python -m ppd_core`` sets OPENBLAS_NUM_THREADS=1 before numpy is imported (the OpenBLAS pool costs
+    ~55 ms at start-up on 2 cores and no number needs it); a value the user set is kept. Linux: threads are
+    counted in /proc/self/task."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user is not None:
+        env["OPENBLAS_NUM_THREADS"] = user
+    code = ("import os, sys\n" + _cli("run", "conversations=5", "--json") +
+            "\nprint(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=True).stdout.splitlines()[-1]
+    assert out.split()[0] == (user or "1")
+    if user is None:
+        assert out.split()[1] == "1", out           # the main thread only: no BLAS worker threads
