@@ -12,11 +12,14 @@ This package's front door re-exports the public API.
 """
 from __future__ import annotations
 
-from . import model
-from .analysis.runs import run
-from .config.errors import PPDError, ScenarioError, TraceError
-from .config.scenario import FIELDS, SPEC, Scenario, baselines, parse, parse_lenient
-from .metrics.result import RunResult
+from .config.lazy import lazy_exports
 
-__all__ = ["run", "RunResult", "baselines", "Scenario", "parse", "parse_lenient", "FIELDS", "SPEC",
-           "PPDError", "ScenarioError", "TraceError", "model"]
+# each name is imported from its module on first use: `import ppd_core` alone loads neither numpy nor the
+# simulator, and `python -m ppd_core CMD` only what CMD needs (issue #13)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    ".analysis.runs": ("run",),
+    ".metrics.result": ("RunResult",),
+    ".config.scenario": ("baselines", "Scenario", "parse", "parse_lenient", "FIELDS", "SPEC"),
+    ".config.errors": ("PPDError", "ScenarioError", "TraceError"),
+    ".model": ("model",),
+})

@@ -19,25 +19,34 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module) of every import in the file, at any depth (functions, TYPE_CHECKING).
+    """(line, absolute module) of every import in the file, at any depth (functions, TYPE_CHECKING), and of
+    every module a package re-exports on first use (the keys of a ``lazy_exports(__name__, {...})`` call).
     ``from X import a`` counts as importing ``X.a`` when that is a module, else as importing ``X``."""
     known = set(_modules())
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+
+    def absolute(level: int, module: str | None) -> str:
+        if not level:
+            return module or ""
+        base = package.split(".")
+        return ".".join(base[:len(base) - level + 1] + ([module] if module else []))
+
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = absolute(node.level, node.module)
             for a in node.names:
                 sub = f"{mod}.{a.name}"
                 out.append((node.lineno, sub if sub in known else mod))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "lazy_exports"
+              and len(node.args) == 2 and isinstance(node.args[1], ast.Dict)):
+            for key in node.args[1].keys:
+                rel = key.value
+                dots = len(rel) - len(rel.lstrip("."))
+                out.append((key.lineno, absolute(dots, rel[dots:] or None)))
     return out
 
 
@@ -138,3 +147,7 @@ def test_the_walk_sees_function_level_and_type_checking_imports():
     assert any(t == "ppd_core.config.workload_catalog" for _, t in scenario)      # inside _workload_names()
     node = _imports(PKG / "sim" / "node.py")
     assert any(t == "ppd_core.sim.events" for _, t in node)                      # under TYPE_CHECKING
+    model = _imports(PKG / "model" / "__init__.py")
+    assert any(t == "ppd_core.model.microbench" for _, t in model)               # a lazy_exports key
+    front = _imports(PKG / "__init__.py")
+    assert any(t == "ppd_core.analysis.runs" for _, t in front)

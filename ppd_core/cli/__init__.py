@@ -7,7 +7,7 @@ Bad input never prints a traceback: one line naming the input and what is allowe
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -23,13 +23,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = Parser(prog="python -m ppd_core", description="PPD Explorer simulator")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for name in (only,) if only in COMMANDS else COMMANDS:
-        cmd = importlib.import_module(f".{name}", __name__)
+        __import__(f"{__name__}.{name}")    # not importlib.import_module, whose imports -X importtime hides
+        cmd = sys.modules[f"{__name__}.{name}"]
         cmd.add_parser(sub)
         sub.choices[cmd.NAME].set_defaults(handler=cmd.handle)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # One OpenBLAS thread unless the user chose otherwise, set before numpy is first imported: ppd_core does no
+    # float linear algebra a thread pool would speed up, and the pool OpenBLAS starts when numpy is imported
+    # costs this process, and each pool worker it starts, ~55 ms of CPU and of wall on the loaded 2-core machine
+    # (issue #13). No number depends on it: the simulator's one matrix product is on integers (not BLAS).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
@@ -41,7 +47,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()          # a closed pipe shows here, not at interpreter exit
         return rc
     except BrokenPipeError:         # `... | head`: the reader left; end quietly (Python docs' recipe)
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except PPDError as exc:

@@ -3,16 +3,25 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config.errors import ScenarioError
-from ..workloads.conversation import Conversation
-from ..workloads.trace_common import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
+from ..config.workload_catalog import MOONCAKE_BLOCK_TOKENS, TIME_UNITS
+
+if TYPE_CHECKING:
+    from ..workloads.conversation import Conversation
 
 
 class Parser(argparse.ArgumentParser):
+    """``epilog`` may be a function: it is called when the help is printed, not on every run (issue #13)."""
+
     def error(self, message: str):   # one line, exit 2 (argparse prints usage + message by default)
         self.exit(2, f"error: {message}\n")
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
 
 
 def add_executor_args(p) -> None:

@@ -26,7 +26,7 @@ def keys_epilog() -> str:
 
 def add_parser(sub) -> None:
     import argparse
-    r = sub.add_parser("run", help="simulate one scenario", epilog=keys_epilog(),
+    r = sub.add_parser("run", help="simulate one scenario", epilog=keys_epilog,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("pairs", nargs="*", help="KEY=VALUE pairs or a whole shared URL (of any page)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")

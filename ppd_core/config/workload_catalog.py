@@ -49,6 +49,12 @@ WORKLOAD_NAMES = SYNTHETIC + tuple(DATASETS) + ("trace",)
 MAX_CONTEXT = 8192       # the benchmark's max-model-len: later turns are dropped past it
 MAX_MESSAGE = 2048       # the benchmark's per-message filter
 
+# Trace import (``ppd_core.workloads.traces``): the timestamp units a trace may state and the Mooncake block
+# size. Here rather than with the readers so the command line's --time-unit / --block-tokens options need
+# no trace reader loaded (issue #13).
+TIME_UNITS = MappingProxyType({"s": 1, "ms": 1_000, "us": 1_000_000})   # timestamp unit -> units per second
+MOONCAKE_BLOCK_TOKENS = 512         # tokens per Mooncake hash id (the default block size; detected if trivial)
+
 
 
 def mean_turns(workload: str) -> float:

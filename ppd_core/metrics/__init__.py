@@ -2,9 +2,11 @@
 ``simulate_scenario`` (workload -> simulator -> these results)."""
 from __future__ import annotations
 
-from .report import (MIN_SAMPLE, RECORD_COLUMNS, is_finite_summary, node_table, records, sample_warnings, slo_label,
-                     spans, summary)
-from .result import RunResult, simulate_scenario
+from ..config.lazy import lazy_exports
 
-__all__ = ["MIN_SAMPLE", "RECORD_COLUMNS", "sample_warnings", "is_finite_summary", "node_table", "records", "slo_label", "spans", "summary",
-           "RunResult", "simulate_scenario"]
+# imported on first use, like the other layers' re-exports (issue #13)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    ".report": ("MIN_SAMPLE", "RECORD_COLUMNS", "sample_warnings", "is_finite_summary", "node_table", "records",
+                "slo_label", "spans", "summary"),
+    ".result": ("RunResult", "simulate_scenario"),
+})

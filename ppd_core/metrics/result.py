@@ -13,13 +13,14 @@ from .. import workloads as wl
 from ..config.errors import ScenarioError
 from ..config.scenario import Scenario
 from ..model import PerfParams, for_scenario
-from ..sim.decision_table import DecisionTable
 from ..sim.engine import simulate
 from . import report
 from .columns import Deferred, LazyTable, frame, rows_frame
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..sim.decision_table import DecisionTable
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,15 @@ models), the step law behind them (interference, MoE, TP, PD path), its paramete
 labels."""
 from __future__ import annotations
 
-from .base import LATENCY_MODELS, LatencyModel, build, for_scenario, kind_for
-from .checks import PhysicsInputError
-from .dense import PerfModel
-from .extrapolation import extrapolation_notes, is_extrapolated
-from .microbench import interference_tpot_ms
-from .moe import MoEPerfModel
-from .params import HARDWARE_SCALED, HOST_SOFTWARE, PerfParams, default_params, params_dict
+from ..config.lazy import lazy_exports
 
-__all__ = ["LATENCY_MODELS", "LatencyModel", "build", "for_scenario", "kind_for", "PerfModel", "MoEPerfModel",
-           "PhysicsInputError", "extrapolation_notes", "is_extrapolated", "interference_tpot_ms",
-           "HARDWARE_SCALED", "HOST_SOFTWARE", "PerfParams", "default_params", "params_dict"]
+# imported on first use: a run needs neither the micro-benchmark drivers nor the step law (issue #13)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    ".base": ("LATENCY_MODELS", "LatencyModel", "build", "for_scenario", "kind_for"),
+    ".dense": ("PerfModel",),
+    ".moe": ("MoEPerfModel",),
+    ".checks": ("PhysicsInputError",),
+    ".extrapolation": ("extrapolation_notes", "is_extrapolated"),
+    ".microbench": ("interference_tpot_ms",),
+    ".params": ("HARDWARE_SCALED", "HOST_SOFTWARE", "PerfParams", "default_params", "params_dict"),
+})

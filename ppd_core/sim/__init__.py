@@ -2,13 +2,15 @@
 P router, the KV fabric, requests and the Turn 2+ policies."""
 from __future__ import annotations
 
-from .decision_table import DecisionTable
-from .engine import Simulator, simulate
-from .events import EventKind
-from .kvcache import KV_CACHES, KVCache
-from .policies import POLICIES, Policy
-from .router import P_ROUTERS, PRouter
-from .view import ClusterView, NodeView
+from ..config.lazy import lazy_exports
 
-__all__ = ["DecisionTable", "Simulator", "simulate", "EventKind", "KV_CACHES", "KVCache", "POLICIES", "Policy",
-           "P_ROUTERS", "PRouter", "ClusterView", "NodeView"]
+# imported on first use: only policy=dynamic-table needs the decision table (issue #13)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    ".decision_table": ("DecisionTable",),
+    ".engine": ("Simulator", "simulate"),
+    ".events": ("EventKind",),
+    ".kvcache": ("KV_CACHES", "KVCache"),
+    ".policies": ("POLICIES", "Policy"),
+    ".router": ("P_ROUTERS", "PRouter"),
+    ".view": ("ClusterView", "NodeView"),
+})

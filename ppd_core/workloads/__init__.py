@@ -1,7 +1,10 @@
 """Layer 3: the conversations a run serves - synthetic cells, chat-dataset models and imported traces."""
 from __future__ import annotations
 
-from .conversation import Conversation, Turn
-from .synthetic import arrival_times, generate, streams
+from ..config.lazy import lazy_exports
 
-__all__ = ["Conversation", "Turn", "arrival_times", "generate", "streams"]
+# imported on first use: a module that needs only ``Conversation`` does not load numpy (issue #13)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    ".conversation": ("Conversation", "Turn"),
+    ".synthetic": ("arrival_times", "generate", "streams"),
+})

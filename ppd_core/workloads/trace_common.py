@@ -13,15 +13,14 @@ from typing import Any, BinaryIO
 
 from ..config.errors import TraceError
 from ..config.scenario import MAX_ARRIVAL_SPAN_S, MAX_REQUESTS, MAX_TURNS
+from ..config.workload_catalog import MOONCAKE_BLOCK_TOKENS, TIME_UNITS  # noqa: F401 (re-exported)
 from .conversation import Conversation, Turn
 
 FORMATS = ("sharegpt", "mooncake", "csv")
 CHARS_PER_TOKEN = 4                 # ShareGPT token estimate: ceil(chars / 4), as the PPD benchmark's proxy
-MOONCAKE_BLOCK_TOKENS = 512         # tokens per Mooncake hash id (the default block size; detected if trivial)
 MIN_SHARED_BLOCKS = 2               # a continuation shares >= 2 full blocks: block 0 alone is the system prompt
 MAX_PREFIX_CANDIDATES = 256         # open conversations with the same full blocks tried per prefix, newest first
 UNASSIGNED_ARRIVAL = -1.0           # "no timestamp yet": assign_arrivals fills these in
-TIME_UNITS = MappingProxyType({"s": 1, "ms": 1_000, "us": 1_000_000})   # timestamp unit -> units per second
 
 MAX_TRACE_BYTES = 50 * 1024 * 1024
 MAX_TRACE_REQUESTS = MAX_REQUESTS             # 200,000 requests (turns) in all; conversations are not capped
