@@ -85,8 +85,6 @@ DECODE = Stage("decode", (
 LOAD = Stage("load", (
     FitParam("eta_compute", 0.2, 0.9, _ETA),
     FitParam("p_send_share", 0.0, 1.0, _SHARE),
-    # P's background KV send: it costs P throughput under load (where its knee sits), not low-load latency
-    FitParam("p_send_us_per_token", 0.0, 100.0, _COST + " (100 us/token is a 128 KiB token's KV at 1.3 GB/s)"),
     FitParam("api_us_per_seq", 0.0, 2000.0, _COST),
 ), "loaded_ttft", scan=True)
 OVERHEADS = Stage("overheads", (
