@@ -16,10 +16,10 @@ from ppd_core.calibration.agreement import effect_size, rank_agreement
 from ppd_core.calibration import calibrate as calibrate_mod
 from ppd_core.calibration.calibrate import (Subsample, calibrate, fit_passes, literature_start, pass_change,
                                            physics_owned, write)
-from ppd_core.calibration.fit import fit_stage
+from ppd_core.calibration.fit import fit_stage, get
 from ppd_core.calibration.lolo import lolo
 from ppd_core.calibration.measured import read_dir
-from ppd_core.calibration.stages import STAGES, FitParam, Stage
+from ppd_core.calibration.stages import REPEAT, STAGES, FitParam, Stage
 from ppd_core.calibration.validate import simulate_scenarios
 from ppd_core.config.scenario import Scenario
 from ppd_core.analysis.runs import run
@@ -139,10 +139,15 @@ def test_literature_start_takes_unfitted_parameters_from_the_physics_fit(tmp_pat
 
 
 def test_every_stage_parameter_has_bounds_and_a_reason():
+    """... and is a parameter of the model (a misspelt or removed one would fail an hour into a calibration),
+    with the literature default inside its bounds; the repeated stages are stages of the list."""
     for st in STAGES:
         assert st.params and st.max_nfev > 0
         for fp in st.params:
             assert fp.lo < fp.hi and fp.why, (st.name, fp)
+            assert fp.name in PerfParams.field_names() or fp.name in ("pd_fixed_ms", "p_send_share"), fp.name
+            assert fp.lo <= get(PerfParams(), fp.name) <= fp.hi, fp.name
+    assert set(REPEAT) <= set(STAGES)
 
 
 @needs_data
