@@ -30,7 +30,7 @@ class Stage:
     """One least-squares stage. ``layout_dependent``: its targets change when a layout is held out, so
     leave-one-layout-out refits it per fold. ``max_nfev``: least_squares' budget of trial steps (each
     Jacobian costs len(params) more evaluations of the stage's targets). ``scan``: sweep each parameter over
-    a coarse grid first (``fit._scan``, 5 evaluations per parameter) so the local fit starts in the basin.
+    a coarse grid first (``fit._scan``, 9 evaluations per parameter) so the local fit starts in the basin.
     ``refine``: the local fit is a compass search (``fit._refine``) instead of least_squares, for a stage
     whose cost is too bumpy for finite differences (``max_nfev`` then does not apply)."""
     name: str
