@@ -151,6 +151,18 @@ def test_every_stage_parameter_has_bounds_and_a_reason():
 
 
 @needs_data
+def test_the_fit_subsample_covers_every_measured_qps():
+    """The 1P layouts saturate between QPS 4 and 12: the fit sees every measured QPS of its workloads, so the
+    points near each knee are targets (with six of the ten it moved 1P_3D's knee from QPS 10 to 12)."""
+    rows, _ = read_dir(MEASURED)
+    measured = {r.qps for r in rows if r.kind == "comprehensive" and r.usable}
+    assert set(Subsample().qps) == measured
+    fit = Subsample().rows(rows)
+    for lay in ("1P_3D", "1P_3pD"):
+        assert {6.0, 10.0, 16.0} <= {r.qps for r in fit if r.config == lay and r.kind == "comprehensive"}
+
+
+@needs_data
 def test_from_defaults_is_deterministic_and_the_written_file_reproduces(tmp_path):
     """The fast variant of 'calibrate --from-defaults reproduces the shipped file': a tiny stage on a tiny
     subsample, run twice from the literature defaults, gives identical parameters, and the written file
