@@ -43,6 +43,6 @@ def handle(args) -> int:
         raise PPDError(f"--out: {args.out} must end in .json")
     p, report = calibrate(args.measured, start, args.workers, log=log)
     write(p, report, out, args.measured)
-    print(json.dumps({"params": asdict(p), "converged": report["converged"],
+    print(json.dumps({"params": asdict(p), "converged": report["converged"], "passes": report["passes"],
                       "validation": report["validation"]["overall"]}, indent=1))
     return 0
