@@ -118,8 +118,9 @@ STAGES: tuple[Stage, ...] = (DECODE, LOAD, OVERHEADS, TTFT, NATURAL, MIXED)
 # After the first pass over STAGES, the stages of REPEAT run again, in order, each from where the last one
 # ended, until a whole pass moves none of their parameters by more than PASS_RTOL (relative to the value, or
 # to a tenth of the bound interval for a smaller value: ``calibrate.pass_change``) or MAX_PASSES passes have
-# run: a block-coordinate descent towards its fixed point, bounded in time (each pass is ~15 min on 2 cores). Why: the mixed stage moves eta_attn (prefill attention) and t_mix_ms, which every TTFT target depends
-# on, after the ttft stage has fitted them. In the one-pass from-defaults fit (2026-12-01) mixed took eta_attn
+# run: a block-coordinate descent towards its fixed point, bounded in time (each pass is ~15 min on 2 cores).
+# Why: the mixed stage moves eta_attn (prefill attention) and t_mix_ms, which every TTFT target depends on,
+# after the ttft stage has fitted them. In the one-pass from-defaults fit (2026-12-01) mixed took eta_attn
 # from 0.45 to 0.25, after which p_send_share 0.80 cost less on the ttft stage's own targets than the 0.70 it
 # had been fitted to: a one-pass fit is not at its own optimum. The decode, load and overheads stages are not
 # repeated: decode's targets (TPOT) barely depend on the later stages' parameters, and the joint ttft stage
