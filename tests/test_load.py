@@ -425,6 +425,19 @@ async def _settle_numbers(page, s: Session, timeout_s: float, not_equal: dict | 
     return None
 
 
+async def _focus_slider(page, within_s: float = 10.0) -> bool:
+    """Focus the QPS slider, retrying while the page re-runs: the session's pool start (sent after its
+    results) re-runs the script, and during that re-run Streamlit may swap the slider element out, so one
+    look can miss it (a CI run failed on a single look, 2026-12-01)."""
+    deadline = time.perf_counter() + within_s
+    while True:
+        if await page.evaluate(MOVE_JS):
+            return True
+        if time.perf_counter() >= deadline:
+            return False
+        await asyncio.sleep(0.2)
+
+
 async def _drive_fault(context, base: str, s: Session, start: asyncio.Event, moving: list, timeout_s: float) -> None:
     """Open ``s.query``; a normal session then moves the QPS slider once (that run goes to the worker pool)
     and reads the numbers again (into ``s.after``); the fault session waits for its one line."""
@@ -447,7 +460,9 @@ async def _drive_fault(context, base: str, s: Session, start: asyncio.Event, mov
         if s.shown is None:
             return
         await page.wait_for_timeout(500)        # the session's pool start (after its results) has been sent
-        assert await page.evaluate(MOVE_JS)
+        if not await _focus_slider(page):
+            s.error = "the QPS slider was not on the page for 10 s after the numbers settled"
+            return
         moving.append(s.query)
         await page.keyboard.press("ArrowRight")
         s.after = await _settle_numbers(page, s, timeout_s, not_equal=s.shown)
