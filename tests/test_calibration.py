@@ -119,22 +119,22 @@ def test_the_compass_search_refines_where_finite_differences_see_only_jitter():
 
 
 def test_fit_stage_moves_a_parameter_that_starts_at_zero():
-    """t_mix_ms defaults to 0: the finite-difference step is a share of the bound interval, so the fit still
-    sees the slope and reaches the analytic optimum of log((t_mix + 1) / 3), t_mix = 2."""
+    """A parameter that starts at 0 (t_mix_ms here): the finite-difference step is a share of the bound
+    interval, so the fit still sees the slope and reaches the analytic optimum of log((t_mix + 1) / 3), 2."""
     st = Stage("t_mix", (FitParam("t_mix_ms", 0.0, 20.0, "a host cost"),), "turn2_tpot", max_nfev=30)
-    p, info = fit_stage(PerfParams(), st, lambda q: np.array([math.log((q.t_mix_ms + 1.0) / 3.0)]), lambda m: None)
-    assert PerfParams().t_mix_ms == 0.0
+    p, info = fit_stage(PerfParams(t_mix_ms=0.0), st, lambda q: np.array([math.log((q.t_mix_ms + 1.0) / 3.0)]), lambda m: None)
     assert p.t_mix_ms == pytest.approx(2.0, rel=1e-2) and info["converged"]
 
 
 def test_literature_start_takes_unfitted_parameters_from_the_physics_fit(tmp_path):
     """--from-defaults: every parameter a stage fits starts at its literature default; one no stage fits
-    (eta_share) takes the micro-benchmark fit's value, which the written file would otherwise overwrite."""
+    (eta_share) takes the micro-benchmark fit's value, which the written file would otherwise overwrite; a
+    stage's parameter does not, even when the physics file has it."""
     phys = tmp_path / "physics.json"
-    phys.write_text(json.dumps({"params": {"eta_share": 0.3, "t_mix_ms": 7.0}}))
+    phys.write_text(json.dumps({"params": {"eta_share": 0.3, "t_iter_ms": 4.0}}))
     start = literature_start(STAGES, phys)
     assert start.eta_share == 0.3
-    assert start.t_mix_ms == PerfParams().t_mix_ms          # fitted by the decode and mixed stages
+    assert start.t_iter_ms == PerfParams().t_iter_ms          # fitted by the decode stage
     assert replace(start, eta_share=PerfParams().eta_share) == PerfParams()
 
 
@@ -190,8 +190,8 @@ def test_the_written_file_leaves_the_micro_benchmark_parameters_to_their_own_fit
     calibrated file does not copy it, so a refit of the micro-benchmark after a calibration cannot leave a
     stale copy behind that wins over it (and breaks the --from-defaults reproduction by its difference)."""
     physics = tmp_path / "physics.json"
-    physics.write_text(json.dumps({"params": {"eta_share": 0.31, "t_mix_ms": 9.0}}))
-    assert physics_owned(STAGES, physics) == ("eta_share",)       # t_mix_ms is fitted by a stage here
+    physics.write_text(json.dumps({"params": {"eta_share": 0.31}}))
+    assert physics_owned(STAGES, physics) == ("eta_share",)
     start = literature_start(STAGES, physics)
     assert start.eta_share == 0.31 and start.t_mix_ms == PerfParams().t_mix_ms
     out = tmp_path / "p.json"

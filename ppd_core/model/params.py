@@ -45,8 +45,9 @@ class PerfParams:
                                       # mixed into the text re-tokenise differently far more often)
     eta_share: float = 0.4        # HBM efficiency of re-reading physically shared prefix blocks per request
                                   # (cascade attention off in a batch whose decodes share a prefix)
-    t_mix_ms: float = 0.0         # extra fixed cost of an iteration that holds a prefill chunk (piecewise CUDA
-                                  # graph instead of the full decode graph, prefill metadata)
+    t_mix_ms: float = 2.32        # extra fixed cost of an iteration that holds a prefill chunk (piecewise CUDA
+                                  # graph instead of the full decode graph, prefill metadata). Identified by no
+                                  # data here (calibration.stages.NOT_FITTED says why and why this value)
     t_moe_layer_us: float = 20.0  # extra kernels per MoE layer (router GEMM, top-k, align, 2 grouped GEMMs, act,
                                   # sum): ~6 kernels x ~3 us under CUDA graphs - an assumption, not measured
     eta_allreduce: float = 1.0    # multiplies the catalog all-reduce busbw (already an achieved nccl-tests figure)
