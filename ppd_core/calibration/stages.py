@@ -146,4 +146,7 @@ NOT_FITTED = MappingProxyType({
                 "(7.71 against 7.80 %), within the simulator's seed-to-seed noise, and could not refine it",
     "eta_share": "the interference law's shared-prefix read efficiency: only the micro-benchmark (decodes over "
                  "one cached prefix) measures it; fitted there (scripts/fit_physics.py)",
+    "t_moe_layer_us": "extra MoE kernels per layer: an assumption (docs/physics.md); the calibration model is dense",
+    "eta_allreduce": "multiplies the catalog all-reduce busbw, already an achieved nccl-tests figure; the "
+                     "calibration runs at TP 1, so no all-reduce",
 })
