@@ -218,6 +218,7 @@ def test_the_written_file_leaves_the_micro_benchmark_parameters_to_their_own_fit
 @needs_data
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("PPD_LONG_TESTS") != "1", reason="full calibration: PPD_LONG_TESTS=1")
+@pytest.mark.timeout(5400)       # ~25 min on a quiet 2-core box, more on a loaded one: over the suite-wide 900 s
 def test_full_calibration_from_defaults_reproduces_the_shipped_file():
     shipped = json.loads((ROOT / "data" / "perf_params.json").read_text())["params"]
     p, report = calibrate(str(MEASURED), literature_start(), None, lambda m: None, final_validation=False)
