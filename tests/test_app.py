@@ -210,6 +210,24 @@ def test_png_export_with_kaleido():
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_png_export_that_hangs_ends_with_a_one_line_error(monkeypatch):
+    """Chromium's start can hang (it did once under load, 2026-12-02): the export gives up after
+    PNG_TIMEOUT_S with a one-line message instead of holding the session's download forever."""
+    import threading
+
+    import plotly.graph_objects as go
+    from ui import exports
+    release = threading.Event()
+    monkeypatch.setattr(go.Figure, "to_image", lambda self, **kw: release.wait(5) and b"")
+    monkeypatch.setattr(exports, "PNG_TIMEOUT_S", 0.2)
+    try:
+        with pytest.raises(exports.PNGExportTimeout, match=r"did not answer within 0 s") as err:
+            exports.png_bytes(go.Figure())
+        assert "\n" not in str(err.value)
+    finally:
+        release.set()
+
+
 # ------------------------------------------------------------------------------------------------ Sweep
 
 def test_sweep_page_bands_and_cache():

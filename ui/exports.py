@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Mapping
 
 import numpy as np
@@ -77,4 +79,21 @@ def png_bytes(fig: go.Figure, context: str | None = None) -> bytes:
     ``context`` goes in a footer so the PNG says which scenario it shows."""
     out = with_footer(fig, context)
     height = int(out.layout.height or 450) + (60 if context else 0)
-    return out.to_image(format="png", width=1100, height=height, scale=2)
+    # bounded: kaleido's own 90 s timeout covers rendering, not Chromium's start, which hung once under load
+    # (a clean-clone CI run, 2026-12-02); a hung export must not hold this session's download forever
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png-export")
+    try:
+        fut = pool.submit(out.to_image, format="png", width=1100, height=height, scale=2)
+        return fut.result(timeout=PNG_TIMEOUT_S)
+    except FutureTimeout:
+        raise PNGExportTimeout(f"PNG export: Chromium did not answer within {PNG_TIMEOUT_S:.0f} s; "
+                               "try the download again") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+PNG_TIMEOUT_S = 120.0
+
+
+class PNGExportTimeout(RuntimeError):
+    """The PNG export's browser did not answer in time (picklable: a plain message)."""
