@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -74,26 +73,35 @@ def with_footer(fig: go.Figure, context: str | None) -> go.Figure:
     return out
 
 
+PNG_TIMEOUT_S = 120.0
+
+
+class PNGExportTimeout(RuntimeError):
+    """The PNG export's browser did not answer in time (picklable: a plain message)."""
+
+
 def png_bytes(fig: go.Figure, context: str | None = None) -> bytes:
     """Render with kaleido (drives Debian's /usr/bin/chromium); called only when a download is clicked.
     ``context`` goes in a footer so the PNG says which scenario it shows."""
     out = with_footer(fig, context)
     height = int(out.layout.height or 450) + (60 if context else 0)
     # bounded: kaleido's own 90 s timeout covers rendering, not Chromium's start, which hung once under load
-    # (a clean-clone CI run, 2026-12-02); a hung export must not hold this session's download forever
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png-export")
-    try:
-        fut = pool.submit(out.to_image, format="png", width=1100, height=height, scale=2)
-        return fut.result(timeout=PNG_TIMEOUT_S)
-    except FutureTimeout:
-        raise PNGExportTimeout(f"PNG export: Chromium did not answer within {PNG_TIMEOUT_S:.0f} s; "
-                               "try the download again") from None
-    finally:
-        pool.shutdown(wait=False)
+    # (a clean-clone CI run, 2026-12-02); a hung export must not hold this session's download forever. A
+    # daemon thread, not an executor: concurrent.futures joins its workers at exit, so one hung export would
+    # also keep the process from ending
+    box: dict[str, Any] = {}
 
-
-PNG_TIMEOUT_S = 120.0
-
-
-class PNGExportTimeout(RuntimeError):
-    """The PNG export's browser did not answer in time (picklable: a plain message)."""
+    def render() -> None:
+        try:
+            box["png"] = out.to_image(format="png", width=1100, height=height, scale=2)
+        except Exception as exc:        # noqa: BLE001 - re-raised in the caller's thread below
+            box["error"] = exc
+    worker = threading.Thread(target=render, name="png-export", daemon=True)
+    worker.start()
+    worker.join(PNG_TIMEOUT_S)
+    if worker.is_alive():
+        raise PNGExportTimeout(f"PNG export: Chromium did not answer within {PNG_TIMEOUT_S:g} s; "
+                               "try the download again")
+    if "error" in box:
+        raise box["error"]
+    return box["png"]
