@@ -147,10 +147,15 @@ class RssSampler:
 READ_JS = """
 () => {
   const app = document.querySelector('[data-testid="stApp"]');
-  const cards = [...document.querySelectorAll('[data-testid="stMetric"]')];
-  const val = label => {
-    const c = cards.find(c => (c.querySelector('[data-testid="stMetricLabel"]') || c).innerText.trim()
-                              .startsWith(label));
+  // The PPD system column ("PPD · <layout>", then its cards and caption): read there, not "the first card with
+  // this label", which is the PD column's while PPD's column is being redrawn (a CI run read PD's 93.9 ms
+  // TTFT as PPD's once, 2026-12-02; never reproduced in 40 runs).
+  const ppd = [...document.querySelectorAll('[data-testid="stColumn"]')]
+    .find(c => c.innerText.trim().startsWith('PPD ·'));
+  const cards = ppd ? [...ppd.querySelectorAll('[data-testid="stMetric"]')] : [];
+  const label = c => (c.querySelector('[data-testid="stMetricLabel"]') || c).innerText.trim();
+  const val = name => {
+    const c = cards.find(c => label(c).startsWith(name));
     const v = c && c.querySelector('[data-testid="stMetricValue"]');
     return v ? v.innerText.trim() : null;
   };
@@ -158,9 +163,9 @@ READ_JS = """
     state: app ? app.getAttribute('data-test-script-state') : null,
     stale: !!document.querySelector('[data-stale="true"]'),
     ttft: val('Turn 2+ TTFT mean'), tpot: val('Turn 2+ TPOT mean'),
-    // PPD is the first system column; its caption reads "… · local 12.3 % · …"
-    local: ([...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
-              .map(e => (e.innerText.match(/local (\\d+\\.\\d %)/) || [])[1]).find(Boolean)) || null,
+    // the PPD column's caption reads "… · local 12.3 % · …"
+    local: ppd ? ([...ppd.querySelectorAll('[data-testid="stCaptionContainer"]')]
+              .map(e => (e.innerText.match(/local (\\d+\\.\\d %)/) || [])[1]).find(Boolean)) || null : null,
     link: [...document.querySelectorAll('[data-testid="stCode"]')].map(e => e.innerText.trim())
             .find(t => t.startsWith('http')) || null,
     charts: [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.querySelector('.main-svg')).length,
@@ -168,6 +173,12 @@ READ_JS = """
     // st.error only: the small-sample and saturation notices are warnings/info the page is right to show
     errors: [...document.querySelectorAll('[data-testid="stAlertContentError"]')].map(e => e.innerText.trim()),
     exceptions: [...document.querySelectorAll('[data-testid="stException"]')].map(e => e.innerText.trim()),
+    // every card on the page in DOM order, with its column's heading: printed when a number is wrong
+    cards: [...document.querySelectorAll('[data-testid="stMetric"]')].map(c => {
+      const col = c.closest('[data-testid="stColumn"]');
+      return (col ? col.innerText.trim().split('\\n')[0] + ': ' : '') + label(c) + ' = ' +
+             ((c.querySelector('[data-testid="stMetricValue"]') || {}).innerText || '').trim();
+    }),
   };
 }
 """
@@ -211,7 +222,7 @@ async def _drive(context, base: str, s: Session, start: asyncio.Event, timeout_s
                 nums = {k: snap[k] for k in NUMBERS} if _settled(snap) else None
                 if nums is not None and nums == last:
                     if now - first_seen >= settle_s:
-                        s.shown, s.seconds = nums, first_seen - t0
+                        s.shown, s.seconds = {**nums, "cards": snap["cards"]}, first_seen - t0
                 else:
                     last, first_seen = nums, now
             if s.shown is not None and (not charts or snap["charts"] >= EXPLORE_CHARTS):
@@ -309,7 +320,8 @@ def check_sessions(sessions: list[Session], want: dict[str, dict[str, str]]) -> 
             if got[k] != exp[k]:
                 owner = by_ttft.get(got["ttft"]) if k == "ttft" else None
                 whose = f" = the numbers of session {owner!r} (CROSS-SESSION LEAK)" if owner else ""
-                problems.append(f"{tag}: {k} shows {got[k]!r}, CLI says {exp[k]!r}{whose}")
+                problems.append(f"{tag}: {k} shows {got[k]!r}, CLI says {exp[k]!r}{whose}; cards on screen: "
+                                f"{got.get('cards')}")
     return problems
 
 
@@ -417,7 +429,7 @@ async def _settle_numbers(page, s: Session, timeout_s: float, not_equal: dict | 
             nums = None
         if nums is not None and nums == last:
             if time.perf_counter() - first_seen >= 0.4:
-                return nums
+                return {**nums, "cards": snap["cards"]}
         else:
             last, first_seen = nums, time.perf_counter()
         await asyncio.sleep(0.2)
@@ -559,7 +571,8 @@ def check_fault_wave(sessions: list[Session]) -> list[str]:
                 problems.append(f"{tag}: error/exception {label}: {got['errors'] + got['exceptions']}")
             for k in ("ttft", "tpot", "local"):
                 if got[k] != want[k]:
-                    problems.append(f"{tag}: {label}: {k} shows {got[k]!r}, CLI says {want[k]!r}")
+                    problems.append(f"{tag}: {label}: {k} shows {got[k]!r}, CLI says {want[k]!r}; cards on "
+                                    f"screen: {got.get('cards')}")
     return problems
 
 
