@@ -21,9 +21,10 @@ from scipy.optimize import least_squares
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from ppd_core.config.paths import MEASURED_DEFAULT  # noqa: E402
 from ppd_core.model import physics as ph  # noqa: E402
 
-DEFAULT_DIR = Path("/work/shared/data/ppd-measured")
+DEFAULT_DIR = MEASURED_DEFAULT          # ../shared/data/ppd-measured beside the checkout
 FIT = ("eta_share", "stream_us")
 X0 = (0.4, 50.0)
 LO = (0.05, 0.0)

@@ -378,7 +378,7 @@ def test_refit_reproduces_shipped_parameters(tmp_path, monkeypatch):
     """scripts/fit_physics.py from its fixed start point reproduces data/physics_params.json within 1 %."""
     import importlib.util
     import shutil
-    measured = Path("/work/shared/data/ppd-measured")
+    measured = ROOT.parent / "shared" / "data" / "ppd-measured"
     if not measured.exists():
         pytest.skip("measured data not available")
     spec = importlib.util.spec_from_file_location("fit_physics", ROOT / "scripts" / "fit_physics.py")
