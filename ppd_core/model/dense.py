@@ -49,7 +49,7 @@ class PerfModel:
 
     def __init__(self, gpu: GPU, model: Model, tp: int, params: PerfParams, gpu_mem_util: float = 0.85,
                  shared_prefix: int = 0):
-        tp = num("tp", tp, positive=True, integer=True)
+        tp = int(num("tp", tp, positive=True, integer=True))
         num("gpu_mem_util", gpu_mem_util, positive=True, hi=1.0)
         self.gpu, self.model, self.tp, self.p = gpu, model, tp, params
         flops = gpu.flops * tp
@@ -71,7 +71,7 @@ class PerfModel:
         self._seq_s = params.t_seq_us * 1e-6
         self._mix_s = params.t_mix_ms * 1e-3
         # vLLM's common prefix is counted in whole KV blocks
-        self.shared_prefix = num("shared_prefix", shared_prefix, integer=True) // BLOCK_TOKENS * BLOCK_TOKENS
+        self.shared_prefix = int(num("shared_prefix", shared_prefix, integer=True)) // BLOCK_TOKENS * BLOCK_TOKENS
         self.p_send_s = params.p_send_ms * 1e-3 * layer_ratio(model)
         self._pd_us_per_token = params.pd_us_per_token * kv_ratio(model)
         self._decode_memo: dict[int, float] = {}   # batch size -> decode step intercept (per model instance)

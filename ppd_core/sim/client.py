@@ -7,11 +7,17 @@ request list, connection slots, conversation states) and hands each request to t
 """
 from __future__ import annotations
 
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final
+
 from ..workloads.conversation import Conversation
 from .events import EventKind
 from .request import OK, Request
 
-SEND = EventKind.SEND
+if TYPE_CHECKING:
+    from .node import Node
+
+SEND: Final = EventKind.SEND
 
 
 class ConvState:
@@ -20,12 +26,31 @@ class ConvState:
     def __init__(self, conv: Conversation):
         self.conv = conv
         self.next_turn = 0
-        self.node = None
+        self.node: Node | None = None
         self.done = False
 
 
 class Client:
     """Client-side methods of the simulator (see the module docstring)."""
+
+    # the simulator's state these methods use (declared for mypyc; engine.Simulator sets it)
+    sc: Any
+    requests: list[Request]
+    arrived: int
+    cap: int
+    active: int
+    queue: deque[Request]
+    by_id: dict[int, ConvState]
+    open_convs: int
+
+    def push(self, t: float, kind: EventKind, a: Any, b: Any = None) -> None:
+        raise NotImplementedError
+
+    def push_timeout(self, t: float, req: Request) -> None:
+        raise NotImplementedError
+
+    def _send(self, req: Request, t: float) -> None:
+        raise NotImplementedError
 
     def _new_request(self, cs: ConvState, sent: float) -> Request:
         k = cs.next_turn

@@ -11,6 +11,7 @@ import heapq
 import itertools
 from collections import deque
 from time import perf_counter
+from typing import TYPE_CHECKING, Any, Final
 
 from ..config.errors import ScenarioError
 from ..config.layout import parse_layout
@@ -26,17 +27,29 @@ from .router import P_ROUTERS, PRouter
 from .client import Client, ConvState
 from .view import ClusterView
 
-MAX_EVENTS = 20_000_000   # hard stop; anything unfinished then is reported as status "unfinished"
+if TYPE_CHECKING:
+    from ..model.dense import PerfModel
 
-ARRIVAL, AT_NODE, NODE_WAKE, LINK_WAKE = EventKind.ARRIVAL, EventKind.AT_NODE, EventKind.NODE_WAKE, EventKind.LINK_WAKE
-XFER_DONE, TIMEOUT_EV, SEND, HANDOFF = EventKind.XFER_DONE, EventKind.TIMEOUT, EventKind.SEND, EventKind.HANDOFF
+MAX_EVENTS: Final = 20_000_000   # hard stop; anything unfinished then is reported as status "unfinished"
+
+# Final: mypyc keeps them in C statics (no module-dict lookup per comparison in the event loop)
+ARRIVAL: Final = EventKind.ARRIVAL
+AT_NODE: Final = EventKind.AT_NODE
+NODE_WAKE: Final = EventKind.NODE_WAKE
+LINK_WAKE: Final = EventKind.LINK_WAKE
+XFER_DONE: Final = EventKind.XFER_DONE
+TIMEOUT_EV: Final = EventKind.TIMEOUT
+SEND: Final = EventKind.SEND
+HANDOFF: Final = EventKind.HANDOFF
 
 
 class Simulator(Client):
     """One run's state: the client, the router, the nodes and the KV fabric on one heap of timed events.
     ``table``: the decision table of policy ``dynamic-table`` (built by ``ppd_core.analysis.table``)."""
 
-    def __init__(self, sc, convs: tuple[Conversation, ...], pm, rngs: dict, *, record_spans: bool = False,
+    wall_s: float   # set by simulate()
+
+    def __init__(self, sc, convs: tuple[Conversation, ...], pm: "PerfModel", rngs: dict, *, record_spans: bool = False,
                  exact: bool = False, table=None, router: PRouter | None = None):
         self.sc = sc
         self.pm = pm
@@ -68,10 +81,10 @@ class Simulator(Client):
         tp = sc.tp_degree
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
-        self.heap: list = []
+        self.heap: list[tuple[float, int, EventKind, Any, Any]] = []
         # timeouts are mostly pushed in time order and rarely fire: they wait in a FIFO beside the heap (kept
         # sorted; one out of order goes to the heap) so the heap stays small; run() merges the two by (t, seq)
-        self.timeouts: deque = deque()
+        self.timeouts: deque[tuple[float, int, EventKind, Any, Any]] = deque()
         self._seq = itertools.count()         # tie-breaker: simultaneous events run in insertion order
         self.now = 0.0
         self.events = 0
@@ -121,7 +134,6 @@ class Simulator(Client):
             self.push(cs.conv.arrival_s, ARRIVAL, cs)
         heap, tq = self.heap, self.timeouts
         pop, popleft = heapq.heappop, tq.popleft
-        nodes_wake = Node.wake
         events = self.events
         while self.open_convs:
             if tq and (not heap or tq[0] < heap[0]):
@@ -135,8 +147,9 @@ class Simulator(Client):
             if events > MAX_EVENTS:
                 break
             if kind is NODE_WAKE:
-                if b == a.version and a.busy:   # a stale wake-up (the node re-planned) is dropped here
-                    nodes_wake(a, t, b)
+                node: Node = a
+                if b == node.version and node.busy:   # a stale wake-up (the node re-planned) is dropped here
+                    node.wake(t, b)
             elif kind is AT_NODE:
                 if not b.aborted:
                     a.enqueue(b, t)

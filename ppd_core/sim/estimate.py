@@ -26,14 +26,15 @@ population's mean relative slowdown. With no decode batch dTPOT is 0: nobody's T
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from ..model.dense import PerfModel
     from .request import Request
     from .view import ClusterView, NodeView
 
-MAX_ELASTICITY = 0.8     # batch_feedback: at most 5x amplification
-EXACT_ITERATIONS = 64   # queues longer than this many chunked iterations are extrapolated at the last rate
+MAX_ELASTICITY: Final = 0.8     # batch_feedback: at most 5x amplification
+EXACT_ITERATIONS: Final = 64   # queues longer than this many chunked iterations are extrapolated at the last rate
 
 
 def prefill_room(budget: int, batch: int) -> int:
@@ -42,7 +43,7 @@ def prefill_room(budget: int, batch: int) -> int:
     return max(budget - batch, 1)
 
 
-def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: int,
+def drain(pm: "PerfModel", queue: list[tuple[int, int, bool]], own: tuple[int, int, bool] | None, batch: int, ctx_sum: int, budget: int,
           send_s: float = 0.0) -> float:
     """Time until ``own`` (new, cached, full) finishes its prefill behind ``queue`` [(new, cached, full)]
     (FIFO chunked prefill, ``budget`` tokens per iteration shared with ``batch`` decodes whose contexts sum
@@ -54,7 +55,7 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
             return 0.0
         if own[0] <= room:      # a lone request that fits one iteration: what the loop below computes
             return pm.iteration([own], batch, ctx_sum) + send_s
-    items = [list(q) for q in queue]
+    items: list[list[Any]] = [list(q) for q in queue]   # [new, cached, full] (mutated below)
     if own is not None:
         items.append(list(own))
     t, i, iters, ctx, sends = 0.0, 0, 0, ctx_sum, 0
@@ -88,7 +89,7 @@ def drain(pm, queue: list, own: tuple | None, batch: int, ctx_sum: int, budget: 
     return t
 
 
-def batch_feedback(pm, batch: int, ctx_sum: int, step: float, tpot: float) -> float:
+def batch_feedback(pm: "PerfModel", batch: int, ctx_sum: int, step: float, tpot: float) -> float:
     """How much D's batch amplifies a TPOT slowdown: slower decodes stay longer, so at the same arrival rate
     the batch grows (Little's law) and every step gets slower in turn. With e = batch * d(step)/d(batch) /
     tpot, the elasticity of D's mean iteration time ``tpot`` (the decode-only ``step`` times the step

@@ -52,6 +52,7 @@ class NodeHost(Scheduler, Protocol):
     """What a node reports to the engine that owns it (the engine's side of the node's life cycle)."""
 
     spans: list | None          # recorded iteration spans (None: not recording)
+    now: float                  # the simulated clock
     retok: float                # share of an answer the next turn's prompt still matches
 
     def span(self, node, start: float, end: float, kind: str, chunks) -> None: ...

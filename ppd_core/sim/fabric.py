@@ -8,13 +8,13 @@ Either way a transfer of N bytes alone takes ``latency + N / bandwidth``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from .events import Scheduler
     from .request import Request
 
-EPS_BYTES = 1e-3
+EPS_BYTES: Final = 1e-3
 
 
 class Flow:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from types import MappingProxyType
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Final, Mapping, Protocol
 
-BLOCK = 16  # vLLM KV block size: memory is allocated and prefix-cache hits are counted in whole blocks
+BLOCK: Final = 16  # vLLM KV block size: memory is allocated and prefix-cache hits are counted in whole blocks
 
 
 def blocks_for(tokens: int) -> int:

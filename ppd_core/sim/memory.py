@@ -15,8 +15,9 @@ the decode batch's blocks for its next step, and every cached block is evictable
 from __future__ import annotations
 
 import heapq
+from collections import deque
 
-from .kvcache import BLOCK, blocks_for
+from .kvcache import BLOCK, KVCache, blocks_for
 from .request import Request
 
 class DecodeBlocks:
@@ -90,7 +91,23 @@ class DecodeBlocks:
 class NodeMemory:
     """Memory methods of ``Node`` (see the module docstring)."""
 
-    __slots__ = ()
+    # the state of Node that these methods use (declared here for mypyc)
+    __slots__ = ("nid", "used", "cap_blocks", "steps", "preemptions", "alloc", "dec_blocks", "kv", "prefill_q",
+                 "waiting", "dec_heap")
+    nid: int
+    used: int
+    cap_blocks: int
+    steps: int
+    preemptions: int
+    alloc: dict[int, int]
+    dec_blocks: DecodeBlocks
+    kv: KVCache
+    prefill_q: deque[Request]
+    waiting: deque[Request]
+    dec_heap: list[tuple[int, int, Request]]
+
+    def _leave_decode(self, req: Request) -> None:
+        raise NotImplementedError
 
     def used_blocks(self, steps: int | None = None) -> int:
         """Blocks held by running requests (the decode batch's for step ``steps``, default: the next one)."""

@@ -28,6 +28,7 @@ from .memory import DecodeBlocks, NodeMemory
 from .request import PD, Request
 
 if TYPE_CHECKING:
+    from ..model.dense import PerfModel
     from .events import NodeHost
 
 __all__ = ["BLOCK", "Node", "Segment"]
@@ -45,12 +46,11 @@ class Segment:
 
 
 class Node(NodeMemory):
-    __slots__ = ("nid", "role", "name", "sim", "pm", "capacity", "cap_blocks", "used", "alloc", "dec_blocks", "kv",
-                 "waiting", "prefill_q", "dec_heap", "n_dec", "base_sum", "steps", "busy", "version", "seg",
+    __slots__ = ("role", "name", "sim", "pm", "capacity", "n_dec", "base_sum", "busy", "version", "seg",
                  "_segment", "iter", "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact",
-                 "decode_capable", "dirty", "admitted", "preemptions", "dec_time", "dec_base")
+                 "decode_capable", "dirty", "admitted", "dec_time", "dec_base")   # + NodeMemory's
 
-    def __init__(self, nid: int, role: str, name: str, sim: "NodeHost", pm, max_batched_tokens: int,
+    def __init__(self, nid: int, role: str, name: str, sim: "NodeHost", pm: "PerfModel", max_batched_tokens: int,
                  max_seqs: int = 1024, exact: bool = False, kv: KVCache | None = None):
         self.nid, self.role, self.name, self.sim, self.pm = nid, role, name, sim, pm
         self.capacity = pm.kv_capacity_tokens
@@ -61,7 +61,7 @@ class Node(NodeMemory):
         self.kv: KVCache = BlockLRU() if kv is None else kv   # the prefix cache
         self.waiting: deque[Request] = deque()    # waiting for KV blocks (FIFO; preempted ones in front)
         self.prefill_q: deque[Request] = deque()  # admitted, prefill work left
-        self.dec_heap: list = []            # (end_step, rid, request) of decoding requests
+        self.dec_heap = []                  # (end_step, rid, request) of decoding requests
         self.n_dec = 0
         self.base_sum = 0                   # sum over decoders of (prompt + 1 - join step)
         self.steps = 0                      # decode steps executed so far (mixed iterations included)
@@ -69,7 +69,7 @@ class Node(NodeMemory):
         self.version = 0
         self.seg: Segment | None = None     # the decode segment in progress (self._segment) or None
         self._segment = Segment()
-        self.iter: list | None = None       # [(request, tokens)] of the mixed iteration in progress
+        self.iter: list[tuple[Request, int]] | None = None   # [(request, tokens)] of the mixed iteration in progress
         self.blocked = 0                    # inbound KV transfers in flight that pause this node's batch
         self.busy_time = 0.0
         self.iterations = 0
@@ -195,7 +195,7 @@ class Node(NodeMemory):
 
     def interrupt(self, now: float) -> None:
         """Cut the decode segment in progress at the end of the step running at ``now``."""
-        seg = self.seg
+        seg: Segment = self.seg  # type: ignore[assignment]  # in progress
         new_k = self._step_at(now) + 1
         if new_k < seg.steps:
             start, a, b = seg.start, seg.a, seg.b
@@ -206,7 +206,7 @@ class Node(NodeMemory):
 
     def _step_at(self, now: float) -> int:
         """The 0-based step of the segment in progress running at ``now``."""
-        seg = self.seg
+        seg: Segment = self.seg  # type: ignore[assignment]  # in progress
         start, k, a, b = seg.start, seg.steps, seg.a, seg.b
         dt = now - start
         if dt <= 0:
@@ -241,7 +241,8 @@ class Node(NodeMemory):
             self._fit_running(now)
         if self.prefill_q:
             budget = self.mbt - self.n_dec
-            chunks, spec = [], []
+            chunks: list[tuple[Request, int]] = []
+            spec: list[tuple[int, int, bool]] = []
             sends = 0                  # chunks that finish their request's prefill
             for req in self.prefill_q:
                 if budget <= 0:
@@ -312,7 +313,7 @@ class Node(NodeMemory):
                     else:   # timed out during its last prefill chunk: free its KV like _drop_aborted does
                         self.release(req)
         else:
-            seg = self.seg
+            seg: Segment = self.seg  # type: ignore[assignment]  # in progress
             start, k = seg.start, seg.steps
             dur = now - start
             self.busy_time += dur

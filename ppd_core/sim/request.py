@@ -1,10 +1,17 @@
 """A request is one turn of one conversation as it moves through the cluster."""
 from __future__ import annotations
 
+from typing import Final
+
 # Paths a request can take (the paper's names).
-PD, LOCAL, REPLICA = "pd", "local", "replica"
+PD: Final = "pd"
+LOCAL: Final = "local"
+REPLICA: Final = "replica"
 # Final states.
-OK, TIMEOUT, REJECTED, UNFINISHED = "ok", "timeout", "rejected", "unfinished"
+OK: Final = "ok"
+TIMEOUT: Final = "timeout"
+REJECTED: Final = "rejected"
+UNFINISHED: Final = "unfinished"
 
 
 class Request:
@@ -40,12 +47,12 @@ class Request:
         self.done_prefill = 0           # context already in KV on that node (cached + prefilled so far)
         self.full_prefill = False       # prefill started with no cached context (a "full" prefill)
         self.join_step = 0              # decode step count of its node when it joined the decode batch
-        self.reserved_on = []           # node ids holding a KV reservation for this request
+        self.reserved_on: list[int] = []           # node ids holding a KV reservation for this request
         self.where = ""                 # coarse location, for debugging and aborts
         self.prefill_done_at = -1.0
         self.transfer_done_at = -1.0
         self.blocks_decode = False      # its inbound transfer pauses the decode node's batch
-        self.est = None                 # Turn 2+ on a D node: the Eq.1 estimates it was decided on (dict)
+        self.est: dict[str, float] | None = None                 # Turn 2+ on a D node: the Eq.1 estimates it was decided on (dict)
         self.gen = 0                    # output tokens generated so far (a preempted request resumes there)
         self.base = 0                   # decoding: KV slots it needs to run its node's decode step s = base + s
         self.seq = 0                    # admission order on its node (the preemption victim is the latest)

@@ -30,12 +30,13 @@ class LeastLoaded:
     __slots__ = ()
 
     def pick(self, p_nodes: Sequence["Node"], key: int = 0, slot: int = 0, n_slots: int = 1) -> "Node":
-        best, best_load = None, None
+        best: "Node | None" = None
+        best_load = 0
         for p in p_nodes:
             load = p.pending_prefill_tokens()
             if best is None or load < best_load:
                 best, best_load = p, load
-        return best
+        return best  # type: ignore[return-value]  # p_nodes is never empty
 
 
 def mix64(x: int) -> int:
