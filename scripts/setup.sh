@@ -18,3 +18,8 @@ fi
 # bytecode for the project's own modules: with PYTHONDONTWRITEBYTECODE set (as on these machines) Python never
 # writes it, and every process (CLI run, dashboard worker) would compile ~200 KB of sources again (~30 ms CPU)
 .venv/bin/python -m compileall -q ppd_core ui pages app.py >/dev/null
+# the compiled engine (mypyc, ~3x faster runs; scripts/build_engine.py). Optional: if it cannot be built, the
+# pure-Python engine runs and the app says nothing different (ppd_core/config/accel.py)
+if ! .venv/bin/python scripts/build_engine.py; then
+  echo "compiled engine not built: the pure-Python engine will run (slower, same numbers)"
+fi

@@ -16,6 +16,11 @@ from pathlib import Path
 
 import pytest
 
+# The suite runs the pure-Python engine, the reference: its test doubles (tests/helpers.py) subclass engine
+# classes, which mypyc-compiled classes forbid. tests/test_compiled.py runs the golden outputs through the
+# compiled build (ppd_core/config/accel.py). Set before ppd_core is imported; inherited by every subprocess.
+os.environ.setdefault("PPD_COMPILED", "0")
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 ARTIFACTS = ROOT / "artifacts"

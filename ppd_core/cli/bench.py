@@ -12,6 +12,7 @@ import statistics
 from time import perf_counter, process_time
 
 from ..analysis.runs import run
+from ..config.accel import engine_build
 from ..config.errors import ScenarioError
 from ..config.scenario import Scenario
 
@@ -59,14 +60,16 @@ def handle(args) -> int:
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     load1 = os.getloadavg()[0]
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    build = engine_build()          # "compiled" (the mypyc build) or "python" (PPD_COMPILED, config/accel.py)
     if args.json:
-        print(json.dumps({"rows": rows, "peak_rss_mb": round(rss_mb), "machine": machine,
+        print(json.dumps({"rows": rows, "peak_rss_mb": round(rss_mb), "machine": machine, "engine": build,
                           "load_1min": [round(load0, 2), round(load1, 2)],
                           "targets": {"wall_s_2P_2D": TARGET_S, "events_per_request": TARGET_EVENTS_PER_REQUEST,
                                       "peak_rss_mb": TARGET_RSS_MB}}))
         return 0
     print(f"ShareGPT benchmark run (500 conversations, QPS 4; the real 4xH100 run took {REAL_SECONDS:.0f} s)")
-    print(f"machine: {machine}; load average (1 min) {load0:.2f} before, {load1:.2f} after")
+    print(f"machine: {machine}; engine: {build} (PPD_COMPILED={os.environ.get('PPD_COMPILED', 'auto')}); "
+          f"load average (1 min) {load0:.2f} before, {load1:.2f} after")
     print(f"{'layout':<8} {'policy':<8} {'requests':>8} {'events':>7} {'ev/req':>6} {'run s':>7} {'cpu s':>7} "
           f"{'engine s':>8} {'events/s':>9} {'x real':>7} {'load':>5}   (medians of {repeat})")
     for r in rows:

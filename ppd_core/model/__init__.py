@@ -3,7 +3,10 @@ models), the step law behind them (interference, MoE, TP, PD path), its paramete
 labels."""
 from __future__ import annotations
 
+from ..config.accel import extend
 from ..config.lazy import lazy_exports
+
+extend(__name__, __path__)    # the compiled build's modules first, when it is used (config/accel.py)
 
 # imported on first use: a run needs neither the micro-benchmark drivers nor the step law (issue #13)
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {

@@ -2,7 +2,10 @@
 P router, the KV fabric, requests and the Turn 2+ policies."""
 from __future__ import annotations
 
+from ..config.accel import extend
 from ..config.lazy import lazy_exports
+
+extend(__name__, __path__)    # the compiled build's modules first, when it is used (config/accel.py)
 
 # imported on first use: only policy=dynamic-table needs the decision table (issue #13)
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
