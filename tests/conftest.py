@@ -16,11 +16,6 @@ from pathlib import Path
 
 import pytest
 
-# The suite runs the pure-Python engine, the reference: its test doubles (tests/helpers.py) subclass engine
-# classes, which mypyc-compiled classes forbid. tests/test_compiled.py runs the golden outputs through the
-# compiled build (ppd_core/config/accel.py). Set before ppd_core is imported; inherited by every subprocess.
-os.environ.setdefault("PPD_COMPILED", "0")
-
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 ARTIFACTS = ROOT / "artifacts"
@@ -34,6 +29,11 @@ logging.getLogger("streamlit.runtime.caching.cache_data_api").setLevel(logging.E
 
 
 def pytest_configure(config):
+    # The suite runs the pure-Python engine, the reference: its test doubles (tests/helpers.py) subclass engine
+    # classes, which mypyc-compiled classes forbid; tests/test_compiled.py runs the golden outputs through the
+    # compiled build (ppd_core/config/accel.py). Set here, before any test module imports ppd_core, and only
+    # under pytest: the benchmark scripts that import this file's helpers measure the engine users get.
+    os.environ.setdefault("PPD_COMPILED", "0")
     config.addinivalue_line("markers", "browser: drives the real app in Debian's Chromium via Playwright")
 
 
