@@ -125,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         if proc is not None:
             stop_server(proc)
     load = os.getloadavg()[0]
-    print(f"{len(times)} uncached moves of '{args.slider}' (1-min load average {load:.2f} on {os.cpu_count()} cores):")
+    sys.path.insert(0, str(ROOT))
+    from ppd_core.config.accel import engine_build      # the server inherits this process's PPD_COMPILED
+    print(f"{len(times)} uncached moves of '{args.slider}' (1-min load average {load:.2f} on {os.cpu_count()} cores, "
+          f"{engine_build()} engine):")
     print(f"  keypress -> numbers updated: median {statistics.median(numbers) * 1e3:.0f} ms, "
           f"p90 {percentile(numbers, 0.9) * 1e3:.0f} ms")
     print(f"  keypress -> charts updated:  median {statistics.median(times) * 1e3:.0f} ms, "
