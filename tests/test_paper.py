@@ -147,8 +147,13 @@ def test_fig6_weights_monotone_and_x1_end():
     for q in P.FIG6_QPS:
         dyn = d[(d["qps"] == q) & (d["policy"] == "dynamic")].sort_values("w_tpot")
         shares = dyn["local_share"].tolist()
-        # A larger TPOT weight can only send more requests through P: local share non-increasing in w_tpot.
-        assert all(b <= a + 1e-9 for a, b in zip(shares, shares[1:])), (q, shares)
+        # A larger TPOT weight can only send more requests through P: local share non-increasing in w_tpot. Per
+        # decision that is exact (same state, larger weight: local can only become PD), but each weight's run
+        # then follows its own trajectory, so near saturation two close weights may differ by a few requests
+        # either way (QPS 16 with the 2026-12-03 fit: 0.660 then 0.662 at the next weight): allowed
+        # 0.5 pp, a tenth of the paper's smallest step between weights.
+        assert all(b <= a + 0.005 for a, b in zip(shares, shares[1:])), (q, shares)
+        assert shares[-1] < shares[0] - 0.2, (q, shares)          # and the weights do move it
         assert d[(d["qps"] == q) & (d["policy"] == "pd")]["local_share"].iloc[0] == 0.0
         assert d[(d["qps"] == q) & (d["policy"] == "ppd")]["local_share"].iloc[0] == 1.0
         # The x=1 end on a prefill-heavy workload at QPS 8/16: TTFT reduction > 80 % (paper 96 % / 94 %: the
