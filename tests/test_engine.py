@@ -202,7 +202,7 @@ def test_second_turn_reuses_prefix_cache_on_replica():
 
 # ---- closed form: the KV fabric ---------------------------------------------------------------------------
 class FakeSim:
-    """Stands in for the Simulator (the fabric's ``events.Scheduler``): records the fabric's wake-ups and
+    """Stands in for the Simulator (the fabric's ``events.Host``): records the fabric's wake-ups and
     completions and replays them in time order."""
 
     def __init__(self):

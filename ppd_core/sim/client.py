@@ -11,7 +11,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
 from ..workloads.conversation import Conversation
-from .events import EventKind
+from .events import EventKind, Host
 from .request import OK, Request
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class ConvState:
         self.done = False
 
 
-class Client:
+class Client(Host):
     """Client-side methods of the simulator (see the module docstring)."""
 
     # the simulator's state these methods use (declared for mypyc; engine.Simulator sets it)

@@ -110,7 +110,7 @@ class Simulator(Client):
         else:
             heapq.heappush(self.heap, e)
 
-    # the Scheduler interface of nodes and the fabric (events.Scheduler)
+    # the scheduler side of events.Host (nodes and the fabric)
     def wake_node(self, t: float, node: Node, version: int) -> None:
         heapq.heappush(self.heap, (t, next(self._seq), NODE_WAKE, node, version))
 
@@ -146,21 +146,28 @@ class Simulator(Client):
             events += 1
             if events > MAX_EVENTS:
                 break
+            # the payloads are typed per kind (events.PAYLOAD) so the compiled engine calls them natively
             if kind is NODE_WAKE:
                 node: Node = a
-                if b == node.version and node.busy:   # a stale wake-up (the node re-planned) is dropped here
-                    node.wake(t, b)
+                version: int = b
+                if version == node.version and node.busy:   # a stale wake-up (the node re-planned) is dropped
+                    node.wake(t, version)
             elif kind is AT_NODE:
-                if not b.aborted:
-                    a.enqueue(b, t)
+                req: Request = b
+                if not req.aborted:
+                    at: Node = a
+                    at.enqueue(req, t)
             elif kind is TIMEOUT_EV:
-                if a.status != OK and not a.aborted:
-                    self._timeout(a, t)
+                req = a
+                if req.status != OK and not req.aborted:
+                    self._timeout(req, t)
             elif kind is SEND:
-                if not a.aborted:
-                    self._send(a, t)
+                req = a
+                if not req.aborted:
+                    self._send(req, t)
             elif kind is LINK_WAKE:
-                a.wake(t, b)
+                fabric: Fabric = a
+                fabric.wake(t, b)
             elif kind is XFER_DONE:
                 self._transfer_done(a, b, t)
             elif kind is HANDOFF:

@@ -2,14 +2,14 @@
 
 A heap entry is the plain tuple ``(time, seq, kind, a, b)`` (tuples keep the hot loop fast); ``seq`` breaks
 ties in insertion order, so simultaneous events run in the order they were scheduled. ``PAYLOAD`` names
-``a`` and ``b`` for every kind. Nodes and the fabric schedule through the ``Scheduler`` methods below, never
+``a`` and ``b`` for every kind. Nodes and the fabric schedule through the ``Host`` methods below, never
 with bare integers.
 """
 from __future__ import annotations
 
 from enum import IntEnum
 from types import MappingProxyType
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 
 class EventKind(IntEnum):
@@ -40,24 +40,49 @@ PAYLOAD = MappingProxyType({
 })
 
 
-class Scheduler(Protocol):
-    """What a node and the fabric may ask of the engine: schedule their own wake-ups and report results."""
-
-    def wake_node(self, t: float, node, version: int) -> None: ...
-    def wake_fabric(self, t: float, fabric, version: int) -> None: ...
-    def transfer_done_at(self, t: float, req, start: float) -> None: ...
-
-
-class NodeHost(Scheduler, Protocol):
-    """What a node reports to the engine that owns it (the engine's side of the node's life cycle)."""
+class Host:
+    """What a node and the fabric may ask of the engine that owns them: schedule their own wake-ups and
+    report results (``engine.Simulator`` is one, through ``client.Client``). A concrete base class rather
+    than a Protocol so the compiled engine reaches these attributes and methods natively (mypyc goes through
+    Python's generic attribute lookup for a Protocol); it lives here, below node.py and fabric.py, so typing
+    them with it makes no import cycle. The methods are the engine's; these bodies only declare them."""
 
     spans: list | None          # recorded iteration spans (None: not recording)
     now: float                  # the simulated clock
     retok: float                # share of an answer the next turn's prompt still matches
 
-    def span(self, node, start: float, end: float, kind: str, chunks) -> None: ...
-    def reject(self, req, t: float, node) -> None: ...
-    def decode_reserved(self, req, t: float) -> None: ...
-    def prefill_done(self, req, t: float, p) -> None: ...
-    def first_token(self, req, t: float) -> None: ...
-    def finished(self, req, t: float) -> None: ...
+    # the scheduler side (nodes and the fabric)
+    def wake_node(self, t: float, node: Any, version: int) -> None:
+        raise NotImplementedError
+
+    def wake_fabric(self, t: float, fabric: Any, version: int) -> None:
+        raise NotImplementedError
+
+    def transfer_done_at(self, t: float, req: Any, start: float) -> None:
+        raise NotImplementedError
+
+    # the engine's side of a node's life cycle
+    def span(self, node: Any, start: float, end: float, kind: str, chunks: Any) -> None:
+        raise NotImplementedError
+
+    def reject(self, req: Any, t: float, node: Any) -> None:
+        raise NotImplementedError
+
+    def decode_reserved(self, req: Any, t: float) -> None:
+        raise NotImplementedError
+
+    def prefill_done(self, req: Any, t: float, p: Any) -> None:
+        raise NotImplementedError
+
+    def first_token(self, req: Any, t: float) -> None:
+        raise NotImplementedError
+
+    def finished(self, req: Any, t: float) -> None:
+        raise NotImplementedError
+
+    # what the Turn 2+ policy's view asks (view.ClusterView)
+    def pick_p(self) -> Any:
+        raise NotImplementedError
+
+    def observed_qps(self) -> float:
+        raise NotImplementedError

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from .events import Scheduler
+    from .events import Host
     from .request import Request
 
 EPS_BYTES: Final = 1e-3
@@ -32,7 +32,7 @@ class Fabric:
     __slots__ = ("sim", "bw", "latency", "fair", "flows", "last", "version", "bytes_moved", "transfers",
                  "busy_time", "on")
 
-    def __init__(self, sim: "Scheduler", bandwidth_Bps: float, latency_s: float, fair: bool):
+    def __init__(self, sim: "Host", bandwidth_Bps: float, latency_s: float, fair: bool):
         self.sim = sim
         self.bw = bandwidth_Bps
         self.latency = latency_s

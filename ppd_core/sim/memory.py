@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 
-from .kvcache import BLOCK, KVCache, blocks_for
+from .kvcache import BLOCK, BlockLRU, blocks_for
 from .request import Request
 
 class DecodeBlocks:
@@ -101,7 +101,7 @@ class NodeMemory:
     preemptions: int
     alloc: dict[int, int]
     dec_blocks: DecodeBlocks
-    kv: KVCache
+    kv: BlockLRU        # the only KVCache there is: typed concretely so compiled calls are native
     prefill_q: deque[Request]
     waiting: deque[Request]
     dec_heap: list[tuple[int, int, Request]]

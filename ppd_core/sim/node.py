@@ -23,13 +23,13 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING
 
-from .kvcache import BLOCK, BlockLRU, KVCache, blocks_for
+from .kvcache import BLOCK, BlockLRU, blocks_for
 from .memory import DecodeBlocks, NodeMemory
 from .request import PD, Request
 
 if TYPE_CHECKING:
     from ..model.dense import PerfModel
-    from .events import NodeHost
+    from .events import Host
 
 __all__ = ["BLOCK", "Node", "Segment"]
 
@@ -50,15 +50,15 @@ class Node(NodeMemory):
                  "_segment", "iter", "blocked", "busy_time", "iterations", "mbt", "max_seqs", "exact",
                  "decode_capable", "dirty", "admitted", "dec_time", "dec_base")   # + NodeMemory's
 
-    def __init__(self, nid: int, role: str, name: str, sim: "NodeHost", pm: "PerfModel", max_batched_tokens: int,
-                 max_seqs: int = 1024, exact: bool = False, kv: KVCache | None = None):
+    def __init__(self, nid: int, role: str, name: str, sim: "Host", pm: "PerfModel", max_batched_tokens: int,
+                 max_seqs: int = 1024, exact: bool = False, kv: BlockLRU | None = None):
         self.nid, self.role, self.name, self.sim, self.pm = nid, role, name, sim, pm
         self.capacity = pm.kv_capacity_tokens
         self.cap_blocks = max(self.capacity, 0) // BLOCK
         self.used = 0                       # blocks held by admitted requests not decoding (sum of alloc)
         self.alloc: dict[int, int] = {}     # rid -> blocks, of admitted requests not in the decode batch
         self.dec_blocks = DecodeBlocks()    # blocks of the decode batch, a function of the step counter
-        self.kv: KVCache = BlockLRU() if kv is None else kv   # the prefix cache
+        self.kv: BlockLRU = BlockLRU() if kv is None else kv   # the prefix cache
         self.waiting: deque[Request] = deque()    # waiting for KV blocks (FIFO; preempted ones in front)
         self.prefill_q: deque[Request] = deque()  # admitted, prefill work left
         self.dec_heap = []                  # (end_step, rid, request) of decoding requests

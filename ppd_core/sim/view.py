@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .events import Host
+    from .fabric import Fabric
     from .node import Node
 
 
@@ -86,12 +88,13 @@ class ClusterView:
     """The cluster as a policy sees it: node views, the P router's choice, fabric sharing, the observed load,
     the latency model, the Eq.1 weights and (policy ``dynamic-table``) the decision table."""
 
-    __slots__ = ("_sim", "_nodes", "pm", "w_ttft", "w_tpot", "table", "link_latency_s", "link_bandwidth_Bps",
+    __slots__ = ("_sim", "_fabric", "_nodes", "pm", "w_ttft", "w_tpot", "table", "link_latency_s", "link_bandwidth_Bps",
                  "max_batched_tokens")
 
     def __init__(self, sim: Any):
         """``sim``: the engine (``engine.Simulator``); only the queries below reach it."""
-        self._sim = sim
+        self._sim: Host = sim
+        self._fabric: Fabric = sim.fabric
         self._nodes = tuple(NodeView(n) for n in sim.nodes)
         self.pm = sim.pm
         self.w_ttft, self.w_tpot = sim.sc.w_ttft, sim.sc.w_tpot
@@ -105,11 +108,12 @@ class ClusterView:
 
     def pick_p(self) -> NodeView:
         """The P node the router would pick for a PD-path request now."""
-        return self._nodes[self._sim.pick_p().nid]
+        p: Node = self._sim.pick_p()
+        return self._nodes[p.nid]
 
     def transfers_on(self, nid: int) -> int:
         """KV transfers in flight from or to node ``nid``."""
-        return self._sim.fabric.active_on(nid)
+        return self._fabric.active_on(nid)
 
     def observed_qps(self) -> float:
         return self._sim.observed_qps()
