@@ -26,6 +26,7 @@ import numpy as np
 
 from ..model.extrapolation import extrapolation_notes
 from ..sim.request import OK, PD
+from ..sim.request import columns as request_columns
 from .columns import Columns, as_columns, frame, rows_frame
 from .saturation import saturation
 
@@ -50,36 +51,35 @@ def records(sim) -> pd.DataFrame:
 def record_columns(sim) -> Columns:
     """The per-request records as numpy columns (``RECORD_COLUMNS``), sorted by (conversation, turn)."""
     names = [n.name for n in sim.nodes]
-    reqs = sorted(sim.requests, key=lambda r: (r.conv, r.turn))
-    ok = np.array([r.status == OK for r in reqs], dtype=bool)
-    sent = np.array([r.sent for r in reqs], dtype=float)
-    first = np.array([r.first_token for r in reqs], dtype=float)
-    fin = np.array([r.finish for r in reqs], dtype=float)
-    out = np.array([r.output for r in reqs], dtype=np.int64)
+    (conv, turn, path, p_node, d_node, created, sent, first, fin, new_input, prompt, cached, prefilled, out,
+     kv_bytes, preemptions, status, wait, *est_values) = request_columns(sim.requests)   # one compiled pass
+    ok = np.array([s == OK for s in status], dtype=bool)
+    sent = np.array(sent, dtype=float)
+    first = np.array(first, dtype=float)
+    fin = np.array(fin, dtype=float)
+    out = np.array(out, dtype=np.int64)
     ttft = np.where(ok, (first - sent) * 1e3, np.nan)
     e2e = np.where(ok, (fin - sent) * 1e3, np.nan)
     tpot = np.where(ok & (out > 1), (e2e - ttft) / np.maximum(out - 1, 1), np.nan)
-    wait = np.array([(r.sent - r.created) * 1e3 if r.path else math.nan for r in reqs], dtype=float)
-    est = {col: np.array([r.est[key] * f if r.est is not None else math.nan for r in reqs], dtype=float)
-           for col, key, f in EST_COLUMNS}
+    est = {col: np.array(values, dtype=float) * f for (col, _, f), values in zip(EST_COLUMNS, est_values)}
     return {
-        "conversation": np.array([r.conv for r in reqs], dtype=np.int64),
-        "turn": np.array([r.turn for r in reqs], dtype=np.int64),
-        "path": np.array([r.path or "none" for r in reqs], dtype=object),
-        "prefill_node": np.array([names[r.prefill_node] if r.prefill_node >= 0 else "" for r in reqs], dtype=object),
-        "decode_node": np.array([names[r.decode_node] if r.decode_node >= 0 else "" for r in reqs], dtype=object),
-        "arrival_s": np.array([r.created for r in reqs], dtype=float),   # made by the client
+        "conversation": np.array(conv, dtype=np.int64),
+        "turn": np.array(turn, dtype=np.int64),
+        "path": np.array([p or "none" for p in path], dtype=object),
+        "prefill_node": np.array([names[i] if i >= 0 else "" for i in p_node], dtype=object),
+        "decode_node": np.array([names[i] if i >= 0 else "" for i in d_node], dtype=object),
+        "arrival_s": np.array(created, dtype=float),   # made by the client
         "first_token_s": np.where(first >= 0, first, np.nan),
         "finish_s": np.where(fin >= 0, fin, np.nan),
-        "new_input_tokens": np.array([r.new_input for r in reqs], dtype=np.int64),
-        "prompt_tokens": np.array([r.prompt for r in reqs], dtype=np.int64),
-        "cached_tokens": np.array([r.cached for r in reqs], dtype=np.int64),
-        "prefill_tokens": np.array([r.prefill_tokens for r in reqs], dtype=np.int64),
+        "new_input_tokens": np.array(new_input, dtype=np.int64),
+        "prompt_tokens": np.array(prompt, dtype=np.int64),
+        "cached_tokens": np.array(cached, dtype=np.int64),
+        "prefill_tokens": np.array(prefilled, dtype=np.int64),
         "output_tokens": out,
-        "kv_bytes": np.array([r.kv_bytes for r in reqs], dtype=np.int64),
-        "preemptions": np.array([r.preemptions for r in reqs], dtype=np.int64),
-        "status": np.array([r.status for r in reqs], dtype=object),
-        "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e, "client_wait_ms": wait, **est,
+        "kv_bytes": np.array(kv_bytes, dtype=np.int64),
+        "preemptions": np.array(preemptions, dtype=np.int64),
+        "status": np.array(status, dtype=object),
+        "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e, "client_wait_ms": np.array(wait, dtype=float), **est,
     }
 
 
