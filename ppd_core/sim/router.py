@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from math import lcm
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:
     from .node import Node
@@ -19,12 +19,17 @@ if TYPE_CHECKING:
 MASK64 = (1 << 64) - 1
 
 
-class PRouter(Protocol):
-    """A pure function of the cluster state: the engine asks it at most once per routed request."""
-    def pick(self, p_nodes: Sequence["Node"], key: int, slot: int, n_slots: int) -> "Node": ...
+class PRouter:
+    """A pure function of the cluster state: the engine asks it at most once per routed request. The routers
+    subclass it (a concrete base, not a Protocol, so the compiled engine calls ``pick`` natively)."""
+
+    __slots__ = ()
+
+    def pick(self, p_nodes: Sequence["Node"], key: int = 0, slot: int = 0, n_slots: int = 1) -> "Node":
+        raise NotImplementedError
 
 
-class LeastLoaded:
+class LeastLoaded(PRouter):
     """Fewest tokens waiting to be prefilled (ties: lowest index)."""
 
     __slots__ = ()
@@ -47,15 +52,28 @@ def mix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
-class Affinity:
+class Affinity(PRouter):
     """The proxy's pinning: P = hash % n_P, with slot = hash % n_slots from the same hash."""
 
-    __slots__ = ()
+    __slots__ = ("_shape", "_span", "_residues")
+
+    def __init__(self) -> None:
+        self._shape = (0, 0)         # (n_P, n_slots) the memo below is for (a run's cluster keeps its shape)
+        self._span = 1               # lcm(n_P, n_slots) // n_slots
+        # key -> mix64(key) % span: a conversation keeps its key until rehashed and is routed on every turn
+        # (and Eq.1 asks for its P too); mix64's 64-bit arithmetic is on arbitrary-size ints, costly
+        self._residues: dict[int, int] = {}
 
     def pick(self, p_nodes: Sequence["Node"], key: int = 0, slot: int = 0, n_slots: int = 1) -> "Node":
         n_p = len(p_nodes)
-        period = lcm(n_p, n_slots)
-        h = slot + n_slots * (mix64(key) % (period // n_slots))   # uniform among hashes with this slot
+        if self._shape != (n_p, n_slots):
+            self._shape = (n_p, n_slots)
+            self._span = lcm(n_p, n_slots) // n_slots
+            self._residues.clear()
+        r = self._residues.get(key)
+        if r is None:
+            r = self._residues[key] = mix64(key) % self._span
+        h = slot + n_slots * r   # uniform among hashes with this slot
         return p_nodes[h % n_p]
 
 
