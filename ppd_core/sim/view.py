@@ -81,7 +81,11 @@ class NodeView:
     def inverse_output_sum(self) -> float:
         """Sum over the decode batch of 1 / (output tokens): a stall of t seconds raises request i's TPOT by
         t / output_i, so t times this sum is the batch's summed TPOT increase (in seconds per token)."""
-        return sum([e[2].inv_output for e in self._node.dec_heap])   # inv_output = 1 / max(output, 1)
+        # inv_output = 1 / max(output, 1); added in heap order from 0.0, as builtins.sum adds floats (3.11)
+        total = 0.0
+        for e in self._node.dec_heap:
+            total += e[2].inv_output
+        return total
 
 
 class ClusterView:
