@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..model.dense import PerfModel
     from .events import Host
     from .fabric import Fabric
     from .node import Node
@@ -100,12 +101,14 @@ class ClusterView:
         self._sim: Host = sim
         self._fabric: Fabric = sim.fabric
         self._nodes = tuple(NodeView(n) for n in sim.nodes)
-        self.pm = sim.pm
-        self.w_ttft, self.w_tpot = sim.sc.w_ttft, sim.sc.w_tpot
+        # typed: read from ``sim`` (Any) they would be Any, and Eq.1's arithmetic on them generic when compiled
+        self.pm: PerfModel = sim.pm
+        self.w_ttft: float = sim.sc.w_ttft
+        self.w_tpot: float = sim.sc.w_tpot
         self.table = sim.table
-        self.link_latency_s = sim.fabric.latency
-        self.link_bandwidth_Bps = sim.fabric.bw
-        self.max_batched_tokens = sim.sc.max_batched_tokens
+        self.link_latency_s: float = sim.fabric.latency
+        self.link_bandwidth_Bps: float = sim.fabric.bw
+        self.max_batched_tokens: int = sim.sc.max_batched_tokens
 
     def node(self, nid: int) -> NodeView:
         return self._nodes[nid]
