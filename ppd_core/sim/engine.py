@@ -7,8 +7,7 @@ the ``Simulator`` object.
 """
 from __future__ import annotations
 
-import heapq
-import itertools
+from heapq import heappop, heappush
 from collections import deque
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final
@@ -81,11 +80,13 @@ class Simulator(Client):
         tp = sc.tp_degree
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
-        self.heap: list[tuple[float, int, EventKind, Any, Any]] = []
+        # entries (t, seq, kind, a, b), typed as plain objects: the compiled engine then stores and compares
+        # the tuples as they are (typed, it unboxes them into C structs and boxes them anew to compare)
+        self.heap: list[Any] = []
         # timeouts are mostly pushed in time order and rarely fire: they wait in a FIFO beside the heap (kept
         # sorted; one out of order goes to the heap) so the heap stays small; run() merges the two by (t, seq)
-        self.timeouts: deque[tuple[float, int, EventKind, Any, Any]] = deque()
-        self._seq = itertools.count()         # tie-breaker: simultaneous events run in insertion order
+        self.timeouts: deque[Any] = deque()
+        self._n_seq = 0                      # the next seq: simultaneous events run in insertion order
         self.now = 0.0
         self.events = 0
         self.requests: list[Request] = []
@@ -100,25 +101,35 @@ class Simulator(Client):
 
     # ---- event plumbing --------------------------------------------------------------------------------
     def push(self, t: float, kind: EventKind, a, b=None) -> None:
-        heapq.heappush(self.heap, (t, next(self._seq), kind, a, b))
+        seq = self._n_seq
+        self._n_seq = seq + 1
+        heappush(self.heap, (t, seq, kind, a, b))
 
     def push_timeout(self, t: float, req: Request) -> None:
-        e = (t, next(self._seq), TIMEOUT_EV, req, None)
+        seq = self._n_seq
+        self._n_seq = seq + 1
+        e: Any = (t, seq, TIMEOUT_EV, req, None)
         tq = self.timeouts
         if not tq or tq[-1] < e:
             tq.append(e)
         else:
-            heapq.heappush(self.heap, e)
+            heappush(self.heap, e)
 
     # the scheduler side of events.Host (nodes and the fabric)
     def wake_node(self, t: float, node: Node, version: int) -> None:
-        heapq.heappush(self.heap, (t, next(self._seq), NODE_WAKE, node, version))
+        seq = self._n_seq
+        self._n_seq = seq + 1
+        heappush(self.heap, (t, seq, NODE_WAKE, node, version))
 
     def wake_fabric(self, t: float, fabric: Fabric, version: int) -> None:
-        heapq.heappush(self.heap, (t, next(self._seq), LINK_WAKE, fabric, version))
+        seq = self._n_seq
+        self._n_seq = seq + 1
+        heappush(self.heap, (t, seq, LINK_WAKE, fabric, version))
 
     def transfer_done_at(self, t: float, req: Request, start: float) -> None:
-        heapq.heappush(self.heap, (t, next(self._seq), XFER_DONE, req, start))
+        seq = self._n_seq
+        self._n_seq = seq + 1
+        heappush(self.heap, (t, seq, XFER_DONE, req, start))
 
     def span(self, node: Node, start: float, end: float, kind: str, chunks) -> None:
         if self.spans is None:
@@ -132,15 +143,14 @@ class Simulator(Client):
     def run(self) -> None:
         # every arrival is known up front: only the next one waits in the heap (keeping it ~30x smaller, every
         # push and pop cheaper); each has its seq from the start, so the events run in the same (t, seq) order
-        arrivals: list[Any] = sorted([(cs.conv.arrival_s, next(self._seq), ARRIVAL, cs, None) for cs in self.convs])
-        n_arrivals, next_arrival = len(arrivals), 1
-        # entries seen as plain objects here: compiled, typed tuples would be unboxed into C structs and boxed
-        # anew (a float and an int allocated) for every comparison of the two queues' heads
-        heap: list[Any] = self.heap
-        tq: deque[Any] = self.timeouts
+        n_arrivals, next_arrival, seq0 = len(self.convs), 1, self._n_seq
+        arrivals: list[Any] = sorted([(cs.conv.arrival_s, seq0 + i, ARRIVAL, cs, None)
+                                      for i, cs in enumerate(self.convs)])
+        self._n_seq = seq0 + n_arrivals
+        heap, tq = self.heap, self.timeouts
         if arrivals:
-            heapq.heappush(heap, arrivals[0])
-        pop, popleft = heapq.heappop, tq.popleft
+            heappush(heap, arrivals[0])
+        pop, popleft = heappop, tq.popleft
         events = self.events
         while self.open_convs:
             if tq and (not heap or tq[0] < heap[0]):
@@ -182,7 +192,7 @@ class Simulator(Client):
                 self._handoff(a, t)
             elif kind is ARRIVAL:
                 if next_arrival < n_arrivals:
-                    heapq.heappush(heap, arrivals[next_arrival])
+                    heappush(heap, arrivals[next_arrival])
                     next_arrival += 1
                 self._arrival(a, t)
         self.events = events

@@ -367,7 +367,7 @@ class Node(NodeMemory):
         heap = self.dec_heap
         done = []
         while heap and heap[0][0] <= self.steps:
-            _, _, req = heapq.heappop(heap)
+            req = heapq.heappop(heap)[2]
             self._leave_decode(req)
             done.append(req)
         # complete only after the batch reflects every finisher: completing one may send the client's next
