@@ -118,8 +118,8 @@ class NodeMemory:
 
     def cache_put(self, conv: int, tokens: int) -> None:
         """Keep ``tokens`` (whole blocks) of ``conv``'s history cached: blocks of a request that just ended,
-        freed by the caller (so nothing is evicted here: the next step's allocation evicts LRU first)."""
-        self.kv.take(conv)
+        freed by the caller (so nothing is evicted here: the next step's allocation evicts LRU first). ``put``
+        replaces the conversation's entry (its old blocks leave the cache) and makes it the most recent."""
         self.kv.put(conv, tokens // BLOCK)
 
     def release(self, req: Request) -> None:
