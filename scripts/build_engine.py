@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +36,9 @@ def build() -> float:
         from setuptools import setup
     except ImportError as exc:
         raise SystemExit(f"build_engine: {exc.name} is not installed (pip install -r requirements-build.txt)")
+    # setuptools reads the repository's pyproject.toml and warns that its [tool.setuptools] table is "beta":
+    # nothing of that table is used here (build_ext only), so the warning is noise in every setup
+    warnings.filterwarnings("ignore", message=r"Support for `\[tool\.setuptools\]`")
     digest = accel.sources_digest()
     t0 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="ppd-mypyc-"))
