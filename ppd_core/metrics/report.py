@@ -51,35 +51,36 @@ def records(sim) -> pd.DataFrame:
 def record_columns(sim) -> Columns:
     """The per-request records as numpy columns (``RECORD_COLUMNS``), sorted by (conversation, turn)."""
     names = [n.name for n in sim.nodes]
-    (conv, turn, path, p_node, d_node, created, sent, first, fin, new_input, prompt, cached, prefilled, out,
-     kv_bytes, preemptions, status, wait, *est_values) = request_columns(sim.requests)   # one compiled pass
+    c = request_columns(sim.requests)                  # one compiled pass over the requests, by field name
+    status = c["status"]
     ok = np.array([s == OK for s in status], dtype=bool)
-    sent = np.array(sent, dtype=float)
-    first = np.array(first, dtype=float)
-    fin = np.array(fin, dtype=float)
-    out = np.array(out, dtype=np.int64)
+    sent = np.array(c["sent"], dtype=float)
+    first = np.array(c["first_token"], dtype=float)
+    fin = np.array(c["finish"], dtype=float)
+    out = np.array(c["output"], dtype=np.int64)
     ttft = np.where(ok, (first - sent) * 1e3, np.nan)
     e2e = np.where(ok, (fin - sent) * 1e3, np.nan)
     tpot = np.where(ok & (out > 1), (e2e - ttft) / np.maximum(out - 1, 1), np.nan)
-    est = {col: np.array(values, dtype=float) * f for (col, _, f), values in zip(EST_COLUMNS, est_values)}
+    est = {col: np.array(c["est_" + key], dtype=float) * f for col, key, f in EST_COLUMNS}
     return {
-        "conversation": np.array(conv, dtype=np.int64),
-        "turn": np.array(turn, dtype=np.int64),
-        "path": np.array([p or "none" for p in path], dtype=object),
-        "prefill_node": np.array([names[i] if i >= 0 else "" for i in p_node], dtype=object),
-        "decode_node": np.array([names[i] if i >= 0 else "" for i in d_node], dtype=object),
-        "arrival_s": np.array(created, dtype=float),   # made by the client
+        "conversation": np.array(c["conv"], dtype=np.int64),
+        "turn": np.array(c["turn"], dtype=np.int64),
+        "path": np.array([p or "none" for p in c["path"]], dtype=object),
+        "prefill_node": np.array([names[i] if i >= 0 else "" for i in c["prefill_node"]], dtype=object),
+        "decode_node": np.array([names[i] if i >= 0 else "" for i in c["decode_node"]], dtype=object),
+        "arrival_s": np.array(c["created"], dtype=float),   # made by the client
         "first_token_s": np.where(first >= 0, first, np.nan),
         "finish_s": np.where(fin >= 0, fin, np.nan),
-        "new_input_tokens": np.array(new_input, dtype=np.int64),
-        "prompt_tokens": np.array(prompt, dtype=np.int64),
-        "cached_tokens": np.array(cached, dtype=np.int64),
-        "prefill_tokens": np.array(prefilled, dtype=np.int64),
+        "new_input_tokens": np.array(c["new_input"], dtype=np.int64),
+        "prompt_tokens": np.array(c["prompt"], dtype=np.int64),
+        "cached_tokens": np.array(c["cached"], dtype=np.int64),
+        "prefill_tokens": np.array(c["prefill_tokens"], dtype=np.int64),
         "output_tokens": out,
-        "kv_bytes": np.array(kv_bytes, dtype=np.int64),
-        "preemptions": np.array(preemptions, dtype=np.int64),
+        "kv_bytes": np.array(c["kv_bytes"], dtype=np.int64),
+        "preemptions": np.array(c["preemptions"], dtype=np.int64),
         "status": np.array(status, dtype=object),
-        "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e, "client_wait_ms": np.array(wait, dtype=float), **est,
+        "ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e,
+        "client_wait_ms": np.array(c["client_wait_ms"], dtype=float), **est,
     }
 
 

@@ -61,26 +61,27 @@ class Request:
 
 
 NAN: Final = float("nan")
-#: what ``columns`` reads from every request, in its order (``est_*``: the Eq.1 estimates it was decided on,
-#: NaN without; ``client_wait_ms``: NaN for a request never sent)
+#: the keys of ``Request.est`` that are recorded (``estimate.estimate`` makes the dict)
+EST_KEYS: Final = ("ttft_local", "ttft_pd", "d_ttft", "d_tpot", "score")
+#: what ``columns`` reads from every request (``est_<key>``: the Eq.1 estimate it was decided on, NaN without;
+#: ``client_wait_ms``: NaN for a request never sent)
 COLUMNS: Final = ("conv", "turn", "path", "prefill_node", "decode_node", "created", "sent", "first_token", "finish",
                   "new_input", "prompt", "cached", "prefill_tokens", "output", "kv_bytes", "preemptions", "status",
-                  "client_wait_ms", "est_ttft_local", "est_ttft_pd", "est_d_ttft", "est_d_tpot", "est_score")
+                  "client_wait_ms", *("est_" + key for key in EST_KEYS))
 
 
-def columns(requests: list[Request]) -> list[list]:
-    """The fields the metrics layer records, one list per name of ``COLUMNS``, requests in (conversation,
-    turn) order: read here, compiled with the engine, where reading a request's fields is native (the metrics
-    layer only turns the lists into arrays)."""
+def columns(requests: list[Request]) -> dict[str, list]:
+    """The fields the metrics layer records, a list per name of ``COLUMNS``, requests in (conversation, turn)
+    order: read here, compiled with the engine, where reading a request's fields is native (the metrics layer
+    only turns the lists into arrays)."""
     reqs = sorted(requests, key=lambda r: (r.conv, r.turn))
     ests = [r.est for r in reqs]
-    return [
+    return dict(zip(COLUMNS, [
         [r.conv for r in reqs], [r.turn for r in reqs], [r.path for r in reqs], [r.prefill_node for r in reqs],
         [r.decode_node for r in reqs], [r.created for r in reqs], [r.sent for r in reqs],
         [r.first_token for r in reqs], [r.finish for r in reqs], [r.new_input for r in reqs],
         [r.prompt for r in reqs], [r.cached for r in reqs], [r.prefill_tokens for r in reqs],
         [r.output for r in reqs], [r.kv_bytes for r in reqs], [r.preemptions for r in reqs],
         [r.status for r in reqs], [(r.sent - r.created) * 1e3 if r.path else NAN for r in reqs],
-        *[[e[key] if e is not None else NAN for e in ests]
-          for key in ("ttft_local", "ttft_pd", "d_ttft", "d_tpot", "score")],
-    ]
+        *[[e[key] if e is not None else NAN for e in ests] for key in EST_KEYS],
+    ], strict=True))
