@@ -117,19 +117,13 @@ class Simulator(Client):
 
     # the scheduler side of events.Host (nodes and the fabric)
     def wake_node(self, t: float, node: Node, version: int) -> None:
-        seq = self._n_seq
-        self._n_seq = seq + 1
-        heappush(self.heap, (t, seq, NODE_WAKE, node, version))
+        self.push(t, NODE_WAKE, node, version)
 
     def wake_fabric(self, t: float, fabric: Fabric, version: int) -> None:
-        seq = self._n_seq
-        self._n_seq = seq + 1
-        heappush(self.heap, (t, seq, LINK_WAKE, fabric, version))
+        self.push(t, LINK_WAKE, fabric, version)
 
     def transfer_done_at(self, t: float, req: Request, start: float) -> None:
-        seq = self._n_seq
-        self._n_seq = seq + 1
-        heappush(self.heap, (t, seq, XFER_DONE, req, start))
+        self.push(t, XFER_DONE, req, start)
 
     def span(self, node: Node, start: float, end: float, kind: str, chunks) -> None:
         if self.spans is None:
