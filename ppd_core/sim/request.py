@@ -67,7 +67,7 @@ EST_KEYS: Final = ("ttft_local", "ttft_pd", "d_ttft", "d_tpot", "score")
 #: ``client_wait_ms``: NaN for a request never sent)
 COLUMNS: Final = ("conv", "turn", "path", "prefill_node", "decode_node", "created", "sent", "first_token", "finish",
                   "new_input", "prompt", "cached", "prefill_tokens", "output", "kv_bytes", "preemptions", "status",
-                  "client_wait_ms", *("est_" + key for key in EST_KEYS))
+                  "client_wait_ms", *["est_" + key for key in EST_KEYS])
 
 
 def columns(requests: list[Request]) -> dict[str, list]:
