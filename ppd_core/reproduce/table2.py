@@ -67,6 +67,25 @@ def _measured_table2_ratios(mdir: Path | None) -> dict[str, float]:
             "x1_beats_r": _x1_beats_replica(t2, "config", "avg_ttft_ms")}
 
 
+def winners(ok: pd.DataFrame, metrics: tuple[tuple[str, str, bool], ...]) -> pd.DataFrame:
+    """One row per (workload, QPS) cell of ``ok``: its number of layouts and, per metric (name, column, lower is
+    better), the best layout (the first in row order among equals; None if the column is all NaN in the cell)
+    and its category. Whole-frame group reductions: a per-cell loop cost ~0.25 s on the 180-cell grid."""
+    keys = ["workload", "qps"]
+    data = ok.groupby(keys, sort=True).size().rename("layouts").reset_index()
+    cell = pd.MultiIndex.from_frame(data[keys])
+    for name, col, low in metrics:
+        have = ok[ok[col].notna()]
+        by = have.groupby(keys, sort=True)[col]
+        pos = by.idxmin() if low else by.idxmax()            # row labels of each cell's winner
+        best = pd.Series(have.loc[pos.to_numpy(), "layout"].to_numpy(), index=pos.index, dtype=object)
+        best = best.reindex(cell)
+        names = [b if isinstance(b, str) else None for b in best]
+        data[f"{name}_best"] = names
+        data[f"{name}_category"] = [category(b) if b else None for b in names]
+    return data
+
+
 def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: float = HASH_QUIRK_FRAC,
            measured_dir: str | Path | None = None, pool=None) -> Item:
     """Table 2: per (workload, QPS) cell, the layout with the lowest Turn-2 mean TTFT, the lowest all-turn
@@ -76,16 +95,7 @@ def table2(quick: bool = False, progress: Progress | None = None, rehash_frac: f
     ok = df[df["success_rate"] >= 0.95]
     metrics = (("TTFT", "turn2plus.ttft_ms.mean", True), ("TPOT", "all.tpot_ms.mean", True),
                ("Throughput", "throughput.tokens_per_s", False))
-    cells = []
-    for (wl, q), g in ok.groupby(["workload", "qps"], sort=True):
-        rec = {"workload": wl, "qps": q, "layouts": len(g)}
-        for name, col, low in metrics:
-            s = g.set_index("layout")[col].dropna()
-            best = (s.idxmin() if low else s.idxmax()) if len(s) else None
-            rec[f"{name}_best"] = best
-            rec[f"{name}_category"] = category(best) if best else None
-        cells.append(rec)
-    data = pd.DataFrame(cells)
+    data = winners(ok, metrics)
     n_cells = len(df.groupby(["workload", "qps"]))
     rows = []
     for name, _, _ in metrics:
