@@ -37,16 +37,43 @@ def rows_frame(rows: list[tuple], order: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(order))
 
 
+def mean(values: np.ndarray) -> float:
+    """``float(np.mean(values))`` of a non-empty 1-D float, int or bool array, the same float (numpy's pairwise
+    float64 sum divided by the count) without ``np.mean``'s dispatch, which costs more than the sum itself on
+    the few hundred values of a run's group."""
+    return float(np.add.reduce(values, dtype=np.float64)) / values.size
+
+
+def share(mask: np.ndarray) -> float:
+    """``float(mask.mean())`` of a non-empty boolean array (the count is exact, so the float is the same)."""
+    return np.count_nonzero(mask) / mask.size
+
+
 def group_reduce(keys: np.ndarray, values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
     """``ufunc`` (np.maximum, np.minimum, np.add) over the values of each distinct key, in ascending key order
     (what ``pd.Series(values).groupby(keys).max()`` etc. give). Exact for max/min and integer sums; a float sum
     may differ from pandas' in the last bits. Empty ``keys``: an empty array."""
-    if keys.size == 0:
-        return values[:0]
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-    return ufunc.reduceat(values[order], starts)
+    return Groups(keys).reduce(values, ufunc)
+
+
+class Groups:
+    """The distinct keys of ``keys`` found once (a stable sort, skipped when the keys are already in order, as
+    a run's records are by conversation), for several ``reduce`` calls over the same grouping."""
+    __slots__ = ("order", "starts")
+
+    def __init__(self, keys: np.ndarray):
+        if keys.size == 0:
+            self.order, self.starts = None, None
+            return
+        ordered = keys.size < 2 or bool(np.all(keys[1:] >= keys[:-1]))
+        self.order = None if ordered else np.argsort(keys, kind="stable")
+        k = keys if ordered else keys[self.order]
+        self.starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+
+    def reduce(self, values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+        if self.starts is None:
+            return values[:0]
+        return ufunc.reduceat(values if self.order is None else values[self.order], self.starts)
 
 
 @dataclass(frozen=True)

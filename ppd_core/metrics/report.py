@@ -27,7 +27,7 @@ import numpy as np
 from ..model.extrapolation import extrapolation_notes
 from ..sim.request import OK, PD
 from ..sim.request import columns as request_columns
-from .columns import Columns, as_columns, frame, rows_frame
+from .columns import Columns, as_columns, frame, mean, rows_frame, share
 from .saturation import saturation
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def _stats(values: np.ndarray) -> dict[str, float | None]:
     if v.size == 0:
         return {"mean": None, "p10": None, "p50": None, "p90": None, "p99": None}
     p10, p50, p90, p99 = percentiles(v)
-    return {"mean": _r(v.mean()), "p10": _r(p10), "p50": _r(p50), "p90": _r(p90), "p99": _r(p99)}
+    return {"mean": _r(mean(v)), "p10": _r(p10), "p50": _r(p50), "p90": _r(p90), "p99": _r(p99)}
 
 
 def _r(x: float) -> float:
@@ -165,13 +165,13 @@ def summary(sim, df: pd.DataFrame | Columns) -> dict:
     moved = int(cols["kv_bytes"].sum())
     t2_all = turn >= 2
     paths = cols["path"]
-    local = float(np.mean(paths[t2_all] != PD)) if t2_all.any() else 0.0
+    local = share(paths[t2_all] != PD) if t2_all.any() else 0.0
     return {
         "scenario": sc.to_dict(),
         "groups": groups_,
         "warnings": sample_warnings(groups_),
         "slo_attainment": slo,
-        "success_rate": _r(ok.mean()) if attempted else 0.0,
+        "success_rate": _r(share(ok)) if attempted else 0.0,
         "throughput": {"requests_per_s": _r(ok.sum() / duration), "tokens_per_s": _r(tokens / duration)},
         "kv": {"bytes": moved, "transfers": int((cols["kv_bytes"] > 0).sum()),
                "link_utilization": _r(moved / (duration * p_egress)) if sim.p_nodes else 0.0},
@@ -207,9 +207,9 @@ def slo_joint(df: pd.DataFrame | Columns, ttft_ms: float, tpot_ms: float) -> dic
     t_ok = ok & (ttft <= ttft_ms)
     p_ok = ok & (np.isnan(tpot) | (tpot <= tpot_ms))    # one-token answers have no TPOT: they meet it
     n = int(t2.sum())
-    share = (lambda m: _r(m.mean()) if n else 0.0)
-    return {"slo_ttft_ms": ttft_ms, "slo_tpot_ms": tpot_ms, "requests": n, "attainment": share(t_ok & p_ok),
-            "ttft": share(t_ok), "tpot": share(p_ok), "success": share(ok)}
+    part = (lambda m: _r(share(m)) if n else 0.0)
+    return {"slo_ttft_ms": ttft_ms, "slo_tpot_ms": tpot_ms, "requests": n, "attainment": part(t_ok & p_ok),
+            "ttft": part(t_ok), "tpot": part(p_ok), "success": part(ok)}
 
 
 def slo_label(x: float) -> str:
@@ -218,7 +218,7 @@ def slo_label(x: float) -> str:
 
 
 def _share(mask: np.ndarray) -> float:
-    return _r(mask.mean()) if mask.size else 0.0
+    return _r(share(mask)) if mask.size else 0.0
 
 
 def node_table(sim) -> pd.DataFrame:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..sim.request import OK
-from .columns import Columns, as_columns, group_reduce
+from .columns import Columns, Groups, as_columns, mean, share
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,7 +44,7 @@ def busy_fractions(sim) -> dict[str, float]:
     dur = max(sim.now, 1e-9)
     p = [min(n.busy_time / dur, 1.0) for n in sim.nodes if n.role == "P"]
     d = [min(n.busy_time / dur, 1.0) for n in sim.nodes if n.role != "P"]
-    return {"P prefill": _r(np.mean(p)) if p else 0.0, "D decode": _r(np.mean(d)) if d else 0.0,
+    return {"P prefill": _r(mean(np.array(p))) if p else 0.0, "D decode": _r(mean(np.array(d))) if d else 0.0,
             "link": _r(min(sim.fabric.busy_time / dur, 1.0))}
 
 
@@ -63,7 +63,7 @@ def _kv_demand(sim, df: Columns, ts: np.ndarray) -> float:
         if not m.any():
             continue
         live = (made[m][None, :] <= ts[:, None]) & (fin[m][None, :] > ts[:, None])
-        worst = max(worst, float(np.mean(live @ need[m] >= 0.95 * n.capacity)))
+        worst = max(worst, share(live @ need[m] >= 0.95 * n.capacity))
     return worst
 
 
@@ -96,7 +96,7 @@ def saturation(sim, df: pd.DataFrame | Columns) -> dict:
 
     def in_system(a: float, b: float) -> float:
         ts = np.linspace(a, b, SAMPLES)
-        return float(np.mean(np.searchsorted(made_sorted, ts, "right") - np.searchsorted(fin_sorted, ts, "right")))
+        return mean(np.searchsorted(made_sorted, ts, "right") - np.searchsorted(fin_sorted, ts, "right"))
 
     q1, q2 = in_system(w0, mid), in_system(mid, t1)
     ok = df["status"] == OK
@@ -111,11 +111,12 @@ def saturation(sim, df: pd.DataFrame | Columns) -> dict:
     c1, c2 = med(wait, first & t1st), med(wait, second & t1st)
     # conversations: arrival, end (last request's final time) and lifetime
     conv = df["conversation"]
-    last = group_reduce(conv, np.nan_to_num(fin, nan=np.inf), np.maximum)
-    arr = group_reduce(conv, made, np.minimum)
+    by_conv = Groups(conv)
+    last = by_conv.reduce(np.nan_to_num(fin, nan=np.inf), np.maximum)
+    arr = by_conv.reduce(made, np.minimum)
     life = last - arr
     # a conversation's lifetime per token it generated: comparable across conversations of any length
-    per_tok = life / np.maximum(group_reduce(conv, df["output_tokens"], np.add), 1)
+    per_tok = life / np.maximum(by_conv.reduce(df["output_tokens"], np.add), 1)
     l1 = med(life, (arr >= w0) & (arr < mid))
     k1, k2 = med(per_tok, (arr >= w0) & (arr < mid)), med(per_tok, arr >= mid)
     offered = turn1.size / (t1 - t0)
@@ -128,8 +129,8 @@ def saturation(sim, df: pd.DataFrame | Columns) -> dict:
         n_end = int(np.sum((ends >= w0 + l1) & (ends <= t1 + l1)))
         served = offered * min(n_end / n_in, 1.0)
     else:
-        served = offered * float(np.isfinite(ends).mean())
-    success = float(ok.mean()) if ok.size else 0.0
+        served = offered * share(np.isfinite(ends))
+    success = share(ok) if ok.size else 0.0
     reasons = []
     if np.isfinite(m1) and np.isfinite(m2) and m2 >= 1.5 * m1 and m2 - m1 > 100:
         reasons.append(f"median TTFT grew {m1:.0f} -> {m2:.0f} ms from the first to the second half")
