@@ -106,7 +106,7 @@ def generate(sc: "Scenario", rng_arrivals: np.random.Generator, rng_lengths: np.
         t1 = Turn(*CONTEXT_CLASSES[ctx])
         later = Turn(*T2_TYPES[t2])
         turns = (t1,) + (later,) * ((n_turns or 2) - 1)
-        convs = [Conversation(i, float(t), turns) for i, t in enumerate(times)]
+        convs = [Conversation(i, t, turns) for i, t in enumerate(times.tolist())]
     else:
         drawn = _dataset_conversations(DATASETS[sc.workload], len(times), n_turns, rng_lengths)
         convs = [Conversation(i, t, turns) for i, (t, turns) in enumerate(zip(times.tolist(), drawn))]
