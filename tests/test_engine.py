@@ -450,6 +450,28 @@ def test_summary_percentiles_and_medians_equal_numpys():
     assert math.isnan(median(np.array([1.0, math.nan, 2.0])))
 
 
+def test_summary_means_shares_and_groups_equal_numpys():
+    """The summary's mean / share / Groups (no np.mean dispatch, one grouping for several reductions) give
+    numpy's and the sorting group reduction's floats bit for bit, around numpy's pairwise-sum block sizes."""
+    from ppd_core.metrics.columns import Groups, mean, share
+    rng = np.random.default_rng(17)
+    for n in (1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 1000, 4097, 100_003):
+        for v in (rng.lognormal(3, 2, n), rng.normal(0, 1e6, n), rng.integers(-50, 50, n),
+                  rng.random(n) < 0.3):
+            assert mean(v) == float(np.mean(v)), (n, v.dtype)
+            if v.dtype == bool:
+                assert share(v) == float(v.mean()), n
+        keys = rng.integers(0, max(1, n // 3), n)
+        for k in (keys, np.sort(keys)):                      # shuffled keys sort; ordered keys skip the sort
+            order = np.argsort(k, kind="stable")
+            starts = np.flatnonzero(np.concatenate(([True], k[order][1:] != k[order][:-1])))
+            vals = rng.lognormal(0, 1, n)
+            g = Groups(k)
+            for uf in (np.maximum, np.minimum, np.add):
+                assert np.array_equal(g.reduce(vals, uf), uf.reduceat(vals[order], starts)), (n, uf)
+    assert Groups(np.array([], dtype=np.int64)).reduce(np.array([]), np.add).size == 0
+
+
 def test_decode_block_bound_is_an_upper_bound_exact_at_the_cached_step():
     from ppd_core.sim.memory import DecodeBlocks
     rng = np.random.default_rng(5)
