@@ -32,6 +32,20 @@ def test_map_keeps_order_reports_progress_and_heals_after_a_crash():
     assert pool.pids() == ()
 
 
+def _worker_state() -> tuple[int, bool]:
+    import gc
+    import sys
+    return gc.get_freeze_count(), "ppd_core.sim.engine" in sys.modules
+
+
+def test_workers_start_with_the_job_modules_loaded_and_frozen_out_of_the_collector():
+    """init_worker: the sweep job's modules are there before the first job, and their objects sit in the
+    collector's permanent generation (so a stream of short runs does not walk them)."""
+    with WorkerPool(1) as pool:
+        frozen, loaded = pool.result(pool.submit(_worker_state))
+    assert loaded and frozen > 10_000
+
+
 def test_workers_are_validated():
     for bad in (0, 257, True, 1.5):
         with pytest.raises(PPDError):

@@ -7,6 +7,7 @@ Bad input never prints a traceback: one line naming the input and what is allowe
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from typing import Sequence
@@ -39,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
+    # Every module the command needs is loaded now: move their objects out of the collector's reach (as the
+    # pool's workers do, analysis.pool.init_worker), so the full collections a sweep of short runs triggers in
+    # this process, which runs chunks too, stop walking pandas' and numpy's module objects.
+    gc.freeze()
     if not args.command:
         parser.print_help()
         return 2
