@@ -1,8 +1,11 @@
 """Explore: one scenario against its PD and Replica baselines. Widgets -> Scenario -> cached runs -> verdict,
-one compact chart of the three systems, their cards, then the details."""
+one compact chart of the three systems, their cards, then the details.
+
+Every number is on the page before any chart: the charts' places are reserved (``st.container``) where they
+stand and filled last, so a slider move shows the new numbers while the browser is still drawing the figures."""
 import streamlit as st
 
-from ui import cards, charts, exports, goodput_view, presets, runner, weights_view, widgets
+from ui import cards, charts, exports, goodput_view, presets, runner, specs, weights_view, widgets
 from ui.controls import PRESENT, PRESET
 
 state = widgets.scenario_sidebar("explore", extras=(PRESET, PRESENT))
@@ -29,6 +32,13 @@ with st.spinner("Simulating…", show_time=True):
     results = runner.run_or_stop(lambda: runner.simulate_systems(sc))
 summaries = {name: r["summary"] for name, r in results.items()}
 layouts = {name: s.layout for name, s in scenarios.items()}
+figs = specs.explore_specs(sc, present, results, scenarios)
+slots: list = []        # (container, spec key, chart key, caption): drawn after every number of the page
+
+
+def later(where, spec: str, key: str, caption: str | None = None) -> None:
+    slots.append((where.container(), spec, key, caption))
+
 
 if preset is not None:
     st.markdown(f"**Preset · {preset.title}.** Look at: {preset.look_at}")
@@ -36,11 +46,10 @@ widgets.verdict_box(summaries, layouts, present, goodput_view.rates(goodput_view
 widgets.run_status(sc, summaries)
 
 if present:
-    charts.chart(charts.systems_figure(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms, height=560),
-                 "explore_systems")
+    later(st, "systems", "explore_systems")
 else:
-    charts.chart(charts.systems_figure(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms), "explore_systems",
-                 "Bars: Turn 2+ mean; whiskers: p90; dashed: SLO thresholds (slo_ttft_ms, slo_tpot_ms).")
+    later(st, "systems", "explore_systems",
+          "Bars: Turn 2+ mean; whiskers: p90; dashed: SLO thresholds (slo_ttft_ms, slo_tpot_ms).")
     cards.system_cards(summaries, layouts)
     goodput_view.panel(sc, layouts)           # on a button: it takes several runs per system
     weights_view.panel(sc, results["PPD"]["records"])
@@ -55,33 +64,33 @@ if not present:
     cards.glossary()
 
 if present:
-    charts.chart(charts.cdf_figure(results, scenarios, "ttft_ms", "TTFT", turn1=False), "explore_ttft_cdf")
-    charts.chart(charts.cdf_figure(results, scenarios, "tpot_ms", "TPOT", log_x=False), "explore_tpot_cdf")
-    runner.start_workers()
-    st.stop()
+    later(st, "ttft_cdf", "explore_ttft_cdf")
+    later(st, "tpot_cdf", "explore_tpot_cdf")
+else:
+    left, right = st.columns(2)
+    later(left, "ttft_cdf", "explore_ttft_cdf",
+          "Turn 1 TTFT (which includes waiting for a client slot) is in the table below.")
+    later(right, "tpot_cdf", "explore_tpot_cdf")
 
-left, right = st.columns(2)
-with left:
-    charts.chart(charts.cdf_figure(results, scenarios, "ttft_ms", "TTFT", turn1=False), "explore_ttft_cdf",
-                 "Turn 1 TTFT (which includes waiting for a client slot) is in the table below.")
-with right:
-    charts.chart(charts.cdf_figure(results, scenarios, "tpot_ms", "TPOT", log_x=False), "explore_tpot_cdf")
+    left, right = st.columns(2)
+    later(left, "ttft_by_turn", "explore_ttft_by_turn")
+    with right:
+        st.markdown("**All systems**")
+        st.table(cards.summary_table_text(summaries, scenarios))
+        st.caption("Policy `dynamic` decides per request with Eq.1 from live state; `dynamic-table` uses the "
+                   "paper's offline table; pD nodes always serve Turn 2+ locally.")
 
-left, right = st.columns(2)
-with left:
-    charts.chart(charts.by_turn_figure(results, scenarios, "ttft_ms", "TTFT"), "explore_ttft_by_turn")
-with right:
-    st.markdown("**All systems**")
-    st.table(cards.summary_table_text(summaries, scenarios))
-    st.caption("Policy `dynamic` decides per request with Eq.1 from live state; `dynamic-table` uses the "
-               "paper's offline table; pD nodes always serve Turn 2+ locally.")
+    st.subheader("Export what is on screen")
+    c1, c2 = st.columns(2)
+    c1.download_button("Per-request records (CSV)", data=lambda: exports.records_csv(results, scenarios, url),
+                       file_name="ppd_records.csv", mime="text/csv", on_click="ignore", icon=":material/download:")
+    c2.download_button("Summary (JSON)", data=lambda: exports.summary_json(results, url),
+                       file_name="ppd_summary.json", mime="application/json", on_click="ignore",
+                       icon=":material/download:")
+    widgets.share_box("explore", sc, (PRESET, PRESENT))
 
-st.subheader("Export what is on screen")
-c1, c2 = st.columns(2)
-c1.download_button("Per-request records (CSV)", data=lambda: exports.records_csv(results, scenarios, url),
-                   file_name="ppd_records.csv", mime="text/csv", on_click="ignore", icon=":material/download:")
-c2.download_button("Summary (JSON)", data=lambda: exports.summary_json(results, url), file_name="ppd_summary.json",
-                   mime="application/json", on_click="ignore", icon=":material/download:")
-widgets.share_box("explore", sc, (PRESET, PRESENT))
+for where, spec, key, caption in slots:
+    with where:
+        charts.chart(figs[spec], key, caption)
 
 runner.start_workers()      # after the results are on screen: later changes run side by side

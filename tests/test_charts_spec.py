@@ -1,0 +1,79 @@
+"""Explore's figures are built as plain dict specs (``ui.specs``) and shown without Plotly's validation
+(``specs.spec_figure``): here Plotly validates every spec, and the dict-level styling (``readable_spec``)
+must give exactly what Plotly's own ``update_*`` calls give (``readable``)."""
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+import ppd_core
+from ppd_core.config.scenario import Scenario
+from ui import charts, specs
+
+SCENARIOS = {
+    "default": Scenario(conversations=120),
+    "1P_3D slow link, two SLOs": Scenario(layout="1P_3D", qps=6.5, bandwidth_gbps=25, slo_ttft_ms=(150, 300),
+                                          conversations=80),
+    "few turns": Scenario(workload="small_mid_bal", turns=3, conversations=40, seed=7),
+    "overload, pd": Scenario(layout="2P_2D", policy="pd", qps=12, slo_tpot_ms=(5, 10, 100), conversations=80),
+    "tiny": Scenario(conversations=3, qps=1),
+}
+
+
+def _json(fig: go.Figure) -> dict:
+    return json.loads(pio.to_json(fig.to_dict(), validate=False))
+
+
+@pytest.fixture(scope="module", params=sorted(SCENARIOS))
+def runs(request):
+    sc = SCENARIOS[request.param]
+    scs = dict(ppd_core.baselines(sc))
+    results = {}
+    for name, s in scs.items():
+        r = ppd_core.run(s)
+        results[name] = {"summary": r.summary, "records": r.records}
+    return sc, scs, results
+
+
+def _specs(sc, scs, results) -> dict[str, dict]:
+    summaries = {n: r["summary"] for n, r in results.items()}
+    layouts = {n: s.layout for n, s in scs.items()}
+    return {
+        "systems": specs.systems_spec(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms),
+        "cdf_ttft": specs.cdf_spec(results, scs, "ttft_ms", "TTFT", turn1=False),
+        "cdf_ttft_turn1": specs.cdf_spec(results, scs, "ttft_ms", "TTFT"),
+        "cdf_tpot": specs.cdf_spec(results, scs, "tpot_ms", "TPOT", log_x=False),
+        "by_turn": specs.by_turn_spec(results, scs, "ttft_ms", "TTFT"),
+    }
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_specs_are_valid_plotly_and_styled_as_plotly_would(runs, present):
+    for name, spec in _specs(*runs).items():
+        shown = specs.spec_figure(specs.readable_spec(spec, present))
+        validated = go.Figure(spec)                 # raises on any property Plotly does not know
+        charts.readable(validated, present)
+        assert _json(shown) == _json(validated), name
+
+
+def test_readable_spec_leaves_the_cached_spec_alone(runs):
+    spec = _specs(*runs)["systems"]
+    before = json.dumps(_json(specs.spec_figure(spec)))
+    specs.readable_spec(spec, present=True)
+    assert json.dumps(_json(specs.spec_figure(spec))) == before
+
+
+def test_cdf_traces_carry_a_few_hundred_points_with_the_extremes(runs):
+    sc, scs, results = runs
+    spec = specs.cdf_spec(results, scs, "ttft_ms", "TTFT")
+    for trace in spec["data"]:
+        assert len(trace["x"]) <= 300, trace["name"]
+    ppd = results["PPD"]["records"]
+    t2 = ppd.loc[(ppd["status"] == "ok") & (ppd["turn"] >= 2), "ttft_ms"]
+    x = spec["data"][0]["x"]
+    if len(t2):
+        assert x[0] == t2.min() and x[-1] == t2.max()
+        assert spec["data"][0]["y"][-1] == 1.0
