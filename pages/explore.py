@@ -32,7 +32,6 @@ with st.spinner("Simulating…", show_time=True):
     results = runner.run_or_stop(lambda: runner.simulate_systems(sc))
 summaries = {name: r["summary"] for name, r in results.items()}
 layouts = {name: s.layout for name, s in scenarios.items()}
-figs = specs.explore_specs(sc, present, results, scenarios)
 slots: list = []        # (container, spec key, chart key, caption): drawn after every number of the page
 
 
@@ -89,6 +88,7 @@ else:
                        icon=":material/download:")
     widgets.share_box("explore", sc, (PRESET, PRESENT))
 
+figs = specs.explore_specs(sc, present, results, scenarios)     # after the numbers: they go out first
 for where, spec, key, caption in slots:
     with where:
         charts.chart(figs[spec], key, caption)
