@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -70,10 +71,26 @@ def test_cdf_traces_carry_a_few_hundred_points_with_the_extremes(runs):
     sc, scs, results = runs
     spec = specs.cdf_spec(results, scs, "ttft_ms", "TTFT")
     for trace in spec["data"]:
-        assert len(trace["x"]) <= 300, trace["name"]
+        assert len(trace["x"]) <= specs.CDF_POINTS + specs.CDF_TAIL_POINTS, trace["name"]
     ppd = results["PPD"]["records"]
     t2 = ppd.loc[(ppd["status"] == "ok") & (ppd["turn"] >= 2), "ttft_ms"]
     x = spec["data"][0]["x"]
     if len(t2):
         assert x[0] == t2.min() and x[-1] == t2.max()
         assert spec["data"][0]["y"][-1] == 1.0
+
+
+def test_ecdf_keeps_the_tail_exact_and_stays_small():
+    values = np.random.default_rng(1).lognormal(3, 1, 2_000)
+    x, y = specs._ecdf(values)
+    exact = np.sort(values)
+    top = exact[-int(np.ceil(specs.CDF_TAIL * exact.size)):]      # the top 1 %: every point drawn
+    assert set(top) <= set(x)
+    assert np.all(np.diff(x) >= 0) and np.all(np.diff(y) > 0) and y[-1] == 1.0
+    for q in (0.5, 0.9, 0.99):          # each drawn step is the exact ECDF there
+        k = np.searchsorted(x, np.quantile(exact, q), side="right") - 1
+        assert y[k] == np.searchsorted(exact, x[k], side="right") / exact.size
+    x, y = specs._ecdf(np.random.default_rng(2).exponential(1, 200_000))
+    assert len(x) <= specs.CDF_POINTS + specs.CDF_TAIL_POINTS and x.size == y.size
+    x, y = specs._ecdf(np.array([3.0, np.nan, 1.0]))
+    assert x.tolist() == [1.0, 3.0] and y.tolist() == [0.5, 1.0]

@@ -18,7 +18,8 @@ from ppd_core.config.scenario import Scenario
 
 SYSTEM_COLORS = MappingProxyType({"PPD": "#1f77b4", "PD": "#ff7f0e", "Replica": "#2ca02c"})
 SYSTEMS = ("PPD", "PD", "Replica")
-CDF_POINTS = 200            # points per CDF trace (the tail is added, see ``_ecdf``)
+CDF_POINTS = 200            # evenly spaced ranks per CDF trace ...
+CDF_TAIL, CDF_TAIL_POINTS = 0.01, 50    # ... and up to 50 more over its top 1 % (``_ecdf``)
 
 
 def spec_figure(spec: Mapping) -> go.Figure:
@@ -68,13 +69,22 @@ def readable_spec(spec: Mapping, present: bool = False) -> dict:
     return {"data": data, "layout": layout}
 
 
-def _ecdf(values: pd.Series, max_points: int = 300) -> tuple[np.ndarray, np.ndarray]:
-    v = np.sort(values.dropna().to_numpy(dtype=float))
+def _ecdf(values: np.ndarray, max_points: int = CDF_POINTS, tail_points: int = CDF_TAIL_POINTS
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of ``values`` (NaN left out) on at most ``max_points`` evenly spaced ranks plus
+    ``tail_points`` over the top ``CDF_TAIL`` (every point there when it holds fewer): the first and last value
+    are always in, and the tail a log axis stretches keeps its steps (p99 and up are exact at the dashboard's
+    sizes). An exact-looking CDF on a few hundred points, whatever the run's size."""
+    v = np.asarray(values, dtype=float)
+    v = np.sort(v[~np.isnan(v)])
     if v.size == 0:
         return v, v
     y = np.arange(1, v.size + 1) / v.size
     if v.size > max_points:
-        idx = np.unique(np.linspace(0, v.size - 1, max_points).astype(int))
+        n = v.size
+        first_tail = max(n - math.ceil(CDF_TAIL * n), 0)
+        idx = np.unique(np.concatenate([np.linspace(0, n - 1, max_points).astype(int),
+                                        np.linspace(first_tail, n - 1, min(tail_points, n - first_tail)).astype(int)]))
         v, y = v[idx], y[idx]
     return v, y
 
@@ -89,22 +99,21 @@ def cdf_spec(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], met
     queueing does not stretch the axis), one colour per system, on one axis (every extra subplot costs the
     browser a noticeable redraw on each slider move). At most ``CDF_POINTS`` (+ the tail) points per trace."""
     data = []
-    for name, r in results.items():
-        rec = r["records"]
-        ok = rec[rec["status"] == "ok"]
-        for turn, mask, dash in (("Turn 2+", ok["turn"] >= 2, None), ("Turn 1", ok["turn"] == 1, "dot"))[
+    cols = {name: (r["records"]["status"].to_numpy() == "ok", r["records"]["turn"].to_numpy(),
+                   r["records"][metric].to_numpy(dtype=float)) for name, r in results.items()}
+    for name, (ok, turns, vals) in cols.items():
+        for turn, mask, dash in (("Turn 2+", ok & (turns >= 2), None), ("Turn 1", ok & (turns == 1), "dot"))[
                 :2 if turn1 else 1]:
-            x, y = _ecdf(ok.loc[mask, metric], max_points=CDF_POINTS)
+            x, y = _ecdf(vals[mask])
             data.append({
                 "type": "scatter", "x": x, "y": y, "mode": "lines", "name": f"{_system_name(name, scenarios)} · {turn}",
                 "legendgroup": name,
                 "line": _line(SYSTEM_COLORS.get(name), shape="hv", dash=dash, width=2 if dash is None else 1.5),
                 "hovertemplate": "%{x:.1f} ms: %{y:.0%}<extra>" + f"{name} {turn}" + "</extra>"})
     if log_x:
-        vals = pd.concat([r["records"].loc[r["records"]["turn"] >= (1 if turn1 else 2), metric]
-                          for r in results.values()]).dropna()
-        vals = vals[vals > 0]
-        ticks = _log_ticks(float(vals.min()), float(vals.max())) if len(vals) else []
+        shown = np.concatenate([vals[turns >= (1 if turn1 else 2)] for _, turns, vals in cols.values()] or [[]])
+        shown = shown[shown > 0]            # NaN compares False: left out too
+        ticks = _log_ticks(float(shown.min()), float(shown.max())) if shown.size else []
         xaxis = {**_axis_title(f"{title} (ms, log scale)"), "type": "log", "tickvals": ticks,
                  "ticktext": [f"{t:,g}" for t in ticks]}
     else:
