@@ -1,6 +1,7 @@
 """In the real browser: a results-only control on Explore (the load, a weight, the policy …) reruns the two
 fragments it affects, not the page (issue #13 item 3), and what they show is what a full load of the same link
-shows; a control the sidebar depends on (the layout: its paper category) still reruns the page.
+shows; a control the sidebar depends on (the layout: its paper category) still reruns the page. On Learn a
+step reruns the timeline and the share box, an interference control its chart and the share box.
 
 AppTest cannot run a fragment alone (ui.widgets._on_change), so this is checked here only."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 
 import ppd_core
 
-from browser_util import bar, settle, share_link
+from browser_util import bar, link_query, settle, share_link
 
 pytestmark = pytest.mark.browser
 
@@ -98,3 +99,36 @@ def test_results_only_control_reruns_the_results_not_the_page(st_server, page, b
     full = _messages_for(page, layout)
     expect(page.get_by_test_id("stSidebar").get_by_text("Paper category: PD (x=0)")).to_be_visible()
     assert fast + 25 < full, (fast, full)       # the sidebar's ~40 controls were not sent again
+
+
+def test_learn_steps_rerun_the_timeline_and_the_share_box(st_server, page):
+    from playwright.sync_api import expect
+    page.add_init_script(COUNT_JS)
+    page.goto(f"{st_server}/learn?conversations=2&qps=2")
+    settle(page)
+    thumb = _thumb(page, "Step through events")
+
+    def next_step():
+        page.get_by_role("button", name="Next ▶").click()
+        expect(page).to_have_url(re.compile(r"[?&]learn_step=1(&|$)"))
+
+    step = _messages_for(page, next_step)
+    expect(thumb).to_have_value("1")                     # the slider follows the button
+    expect(page.get_by_text(re.compile(r"Event 2 of \d+"))).to_be_visible()
+    assert bar(page)["learn_step"] == "1" and link_query(share_link(page)) == bar(page)   # the share box too
+
+    def interference():
+        page.get_by_test_id("stRadio").filter(has_text="Prefills inserted").get_by_text("4", exact=True).click()
+        expect(page).to_have_url(re.compile(r"[?&]learn_prefills=4(&|$)"))
+
+    other = _messages_for(page, interference)
+    assert link_query(share_link(page)) == bar(page) and bar(page)["learn_step"] == "1"
+
+    def scenario():                                      # a sidebar control: the whole page
+        thumb = _thumb(page, "conversation arrival rate")
+        thumb.focus()
+        page.keyboard.press("ArrowRight")
+        expect(page).to_have_url(re.compile(r"[?&]qps=2\.1(&|$)"))
+
+    full = _messages_for(page, scenario)
+    assert step + 30 < full and other + 30 < full, (step, other, full)

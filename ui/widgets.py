@@ -50,10 +50,20 @@ def _on_change(key: str, rerun: tuple[str, ...] = ()) -> None:
             return                                  # a full rerun: the widget shows the canonical text
     if rerun and not st_config.get_option("global.appTest"):    # (AppTest patches the module's function)
         st.session_state[FAST] = st.session_state.get(urlstate.PAGE)
-        try:
-            st.rerun(scope=list(rerun))
-        except StreamlitAPIException:               # a fragment not drawn yet (the page stopped early): full rerun
-            st.session_state.pop(FAST, None)
+        rerun_fragments(rerun)
+        st.session_state.pop(FAST, None)            # still here: the page reruns whole
+
+
+def rerun_fragments(keys: Sequence[str]) -> None:
+    """From a widget callback: rerun the page's fragments ``keys`` alone instead of what the interaction would
+    rerun (``st.rerun`` with fragment keys). Does nothing under AppTest (see ``_on_change``) or when one of
+    them has not been drawn yet (the page stopped early): the interaction's own rerun follows."""
+    if not keys or st_config.get_option("global.appTest"):
+        return
+    try:
+        st.rerun(scope=list(keys))
+    except StreamlitAPIException:
+        pass
 
 
 def _preset(bw: float, lat: float) -> None:
@@ -226,14 +236,19 @@ def share_box(page: str, sc: Scenario, extras: Sequence[Control] = ()) -> str:
     return url
 
 
-def render_extra(ctrl: Control, where: Any = st) -> Any:
+def render_extra(ctrl: Control, where: Any = st, rerun: Sequence[str] = ()) -> Any:
     """Draw a page-only control (seeded by ``urlstate.begin``); a value out of the current range (e.g.
-    fewer events after a scenario change) is clamped into it."""
+    fewer events after a scenario change) is clamped into it. ``rerun``: the page's fragments a change reruns
+    (``rerun_fragments``) instead of the page."""
+    if f"_set_{ctrl.key}" in st.session_state:                  # a value a callback chose (``move_step``)
+        st.session_state[ctrl.key] = st.session_state.pop(f"_set_{ctrl.key}")
     if ctrl.key in st.session_state and ctrl.kind == "slider":
         v = st.session_state[ctrl.key]
         if isinstance(v, (int, float)) and not (ctrl.lo <= v <= ctrl.hi):
             st.session_state[ctrl.key] = clamp_to_widget(ctrl, v)
-    kw = dict(key=ctrl.key, help=ctrl.help_text())
+    kw: dict = dict(key=ctrl.key, help=ctrl.help_text())
+    if rerun:
+        kw.update(on_change=rerun_fragments, args=(tuple(rerun),))
     if ctrl.kind == "slider":
         return where.slider(ctrl.label, min_value=ctrl.lo, max_value=ctrl.hi, value=ctrl.default,
                             step=ctrl.step, **kw)
@@ -257,9 +272,12 @@ def render_extra(ctrl: Control, where: Any = st) -> Any:
     raise ValueError(f"unsupported page control kind {ctrl.kind!r}")
 
 
-def move_step(delta: int, n_events: int) -> None:
+def move_step(delta: int, n_events: int, rerun: Sequence[str] = ()) -> None:
+    """The Previous / Next buttons' callback: the step to show is handed to ``render_extra`` (a rerun of
+    fragments alone does not redraw a widget whose value a callback set, so the value is set in the run)."""
     cur = int(st.session_state.get("learn_step", 0))
-    st.session_state["learn_step"] = min(max(cur + delta, 0), max(n_events - 1, 0))
+    st.session_state["_set_learn_step"] = min(max(cur + delta, 0), max(n_events - 1, 0))
+    rerun_fragments(rerun)
 
 
 def nav_links(sc: Scenario, here: str, where: Any = None) -> None:
