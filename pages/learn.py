@@ -66,7 +66,7 @@ scenarios = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
 shown = {"PD": scenarios["PD"], "PPD": sc}
 with st.spinner("Simulating the timeline…"):
     runs = {name: runner.run_or_stop(lambda s=s: runner.simulate(s, record_spans=True)) for name, s in shown.items()}
-spans = {name: r["spans"] for name, r in runs.items()}
+spans = {name: timeline.phases(r["spans"]) if r["spans"] is not None else None for name, r in runs.items()}
 events = timeline.timeline_events(spans)
 n_ev = len(events)
 t_end = float(events[-1]) if n_ev else 0.0
@@ -89,7 +89,7 @@ def timeline_panel() -> None:
     t_now = float(events[min(int(step), n_ev - 1)]) if n_ev else 0.0
     lines = timeline.event_lines(spans, t_now)
     st.markdown(f"**Event {int(step) + 1} of {n_ev} at t = {t_now * 1e3:,.1f} ms** — {timeline.caption(lines)}")
-    charts.chart(timeline.gantt_figure(spans, t_now, t_end, None if win == "all" else float(win) / 1e3),
+    charts.chart(timeline.gantt_spec(spans, t_now, t_end, None if win == "all" else float(win) / 1e3),
                  "learn_gantt", "Colours: " + "; ".join(f"**{name}** {meaning}" for name, _, meaning in timeline.PHASES)
                  + ". Hover a bar for its conversation(s); zoom with the window control or by dragging.")
     with st.expander("Everything that starts or ends at this event", expanded=False):

@@ -94,3 +94,20 @@ def test_ecdf_keeps_the_tail_exact_and_stays_small():
     assert len(x) <= specs.CDF_POINTS + specs.CDF_TAIL_POINTS and x.size == y.size
     x, y = specs._ecdf(np.array([3.0, np.nan, 1.0]))
     assert x.tolist() == [1.0, 3.0] and y.tolist() == [0.5, 1.0]
+
+
+@pytest.mark.parametrize("width_s", [0.02, 0.2, None])
+def test_gantt_spec_is_valid_plotly_at_every_kind_of_step(width_s):
+    from ui import timeline
+    sc = Scenario(conversations=3)
+    scs = dict(ppd_core.baselines(sc))
+    spans = {"PD": ppd_core.run(scs["PD"], record_spans=True).spans, "PPD": ppd_core.run(sc, record_spans=True).spans}
+    phased = {name: timeline.phases(sp) for name, sp in spans.items()}
+    assert all(timeline.phases(sp) is sp for sp in phased.values())      # computed once per run
+    events = timeline.timeline_events(spans)
+    for k in (0, len(events) // 2, len(events) - 1):          # no bar yet, mid-run, the end
+        spec = timeline.gantt_spec(phased, float(events[k]), float(events[-1]), width_s)
+        for present in (False, True):
+            validated = go.Figure(spec)
+            charts.readable(validated, present)
+            assert _json(specs.spec_figure(specs.readable_spec(spec, present))) == _json(validated)
