@@ -1,4 +1,8 @@
-"""Learn: prefill, decode, KV cache, PD, append-prefill and PPD, each illustrated from the simulator."""
+"""Learn: prefill, decode, KV cache, PD, append-prefill and PPD, each illustrated from the simulator.
+
+Only what changed is redrawn: stepping through the events (or widening the window) reruns the timeline and the
+share box, the interference controls rerun their chart and the share box (keyed fragments); the sidebar's
+scenario reruns the page."""
 import streamlit as st
 
 from ui import cards, charts, runner, timeline, widgets
@@ -62,27 +66,37 @@ scenarios = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
 shown = {"PD": scenarios["PD"], "PPD": sc}
 with st.spinner("Simulating the timeline…"):
     runs = {name: runner.run_or_stop(lambda s=s: runner.simulate(s, record_spans=True)) for name, s in shown.items()}
-spans = {name: r["spans"] for name, r in runs.items()}
+spans = {name: timeline.phases(r["spans"]) if r["spans"] is not None else None for name, r in runs.items()}
 events = timeline.timeline_events(spans)
 n_ev = len(events)
 t_end = float(events[-1]) if n_ev else 0.0
-
 step_ctrl = step_control(n_ev)
-b1, b2, b3, b4 = st.columns([1, 1, 4, 3])
-b1.button("◀ Previous", on_click=widgets.move_step, args=(-1, n_ev), key="_learn_prev", width="stretch")
-b2.button("Next ▶", on_click=widgets.move_step, args=(1, n_ev), key="_learn_next", width="stretch")
-with b3:
-    step = widgets.render_extra(step_ctrl) if n_ev > 1 else 0
-with b4:
-    win = widgets.render_extra(WINDOW)
-t_now = float(events[min(int(step), n_ev - 1)]) if n_ev else 0.0
-lines = timeline.event_lines(spans, t_now)
-st.markdown(f"**Event {int(step) + 1} of {n_ev} at t = {t_now * 1e3:,.1f} ms** — {timeline.caption(lines)}")
-charts.chart(timeline.gantt_figure(spans, t_now, t_end, None if win == "all" else float(win) / 1e3),
-             "learn_gantt", "Colours: " + "; ".join(f"**{name}** {meaning}" for name, _, meaning in timeline.PHASES)
-             + ". Hover a bar for its conversation(s); zoom with the window control or by dragging.")
-with st.expander("Everything that starts or ends at this event", expanded=False):
-    st.markdown("  \n".join(lines) if lines else "_nothing starts or ends exactly here_")
+EXTRAS_NOW = (step_ctrl, WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS, PRESENT)
+TIMELINE = ("learn_timeline", "learn_share")            # what a step or the window reruns
+INTERFERENCE = ("learn_interference", "learn_share")    # what the interference controls rerun
+
+
+@st.fragment(key="learn_timeline")
+def timeline_panel() -> None:
+    b1, b2, b3, b4 = st.columns([1, 1, 4, 3])
+    b1.button("◀ Previous", on_click=widgets.move_step, args=(-1, n_ev, TIMELINE), key="_learn_prev",
+              width="stretch")
+    b2.button("Next ▶", on_click=widgets.move_step, args=(1, n_ev, TIMELINE), key="_learn_next", width="stretch")
+    with b3:
+        step = widgets.render_extra(step_ctrl, rerun=TIMELINE) if n_ev > 1 else 0
+    with b4:
+        win = widgets.render_extra(WINDOW, rerun=TIMELINE)
+    t_now = float(events[min(int(step), n_ev - 1)]) if n_ev else 0.0
+    lines = timeline.event_lines(spans, t_now)
+    st.markdown(f"**Event {int(step) + 1} of {n_ev} at t = {t_now * 1e3:,.1f} ms** — {timeline.caption(lines)}")
+    charts.chart(timeline.gantt_spec(spans, t_now, t_end, None if win == "all" else float(win) / 1e3),
+                 "learn_gantt", "Colours: " + "; ".join(f"**{name}** {meaning}" for name, _, meaning in timeline.PHASES)
+                 + ". Hover a bar for its conversation(s); zoom with the window control or by dragging.")
+    with st.expander("Everything that starts or ends at this event", expanded=False):
+        st.markdown("  \n".join(lines) if lines else "_nothing starts or ends exactly here_")
+
+
+timeline_panel()
 
 with st.expander("Per-request numbers of this timeline"):
     for name, r in runs.items():
@@ -96,18 +110,31 @@ st.header("2 · Interference: what a prefill does to the decodes batched with it
 st.caption("Decode TPOT of a batch that starts together with inserted prefills, full (no cache) or append "
            "(new tokens on a cached context), from the simulator's performance model for "
            f"{sc.gpu} / {sc.model} / tp={sc.tp} (the paper's Fig.2 micro-benchmark). " + cards.defs("tpot"))
-c1, c2, c3 = st.columns(3)
-with c1:
-    n_prefills = int(widgets.render_extra(PREFILLS))
-with c2:
-    p_tokens = int(widgets.render_extra(PREFILL_TOKENS))
-with c3:
-    c_tokens = int(widgets.render_extra(CACHED_TOKENS))
-curve = runner.run_or_stop(lambda: runner.interference_curve(sc, BATCHES, n_prefills, p_tokens, c_tokens))
-charts.chart(charts.interference_figure(curve, n_prefills, p_tokens, c_tokens), "learn_interference",
-        "The percentages at the right end are the slowdown against decode-only at the largest batch. The paper "
-        "measured about +48 % (full) vs +2 % (append) for one 1,024-token prefill at batch 200 on an H100.")
 
-widgets.share_box("learn", sc, (step_ctrl, WINDOW, PREFILLS, PREFILL_TOKENS, CACHED_TOKENS, PRESENT))
+
+@st.fragment(key="learn_interference")
+def interference_panel() -> None:
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        n_prefills = int(widgets.render_extra(PREFILLS, rerun=INTERFERENCE))
+    with c2:
+        p_tokens = int(widgets.render_extra(PREFILL_TOKENS, rerun=INTERFERENCE))
+    with c3:
+        c_tokens = int(widgets.render_extra(CACHED_TOKENS, rerun=INTERFERENCE))
+    curve = runner.run_or_stop(lambda: runner.interference_curve(sc, BATCHES, n_prefills, p_tokens, c_tokens))
+    charts.chart(charts.interference_figure(curve, n_prefills, p_tokens, c_tokens), "learn_interference",
+            "The percentages at the right end are the slowdown against decode-only at the largest batch. The paper "
+            "measured about +48 % (full) vs +2 % (append) for one 1,024-token prefill at batch 200 on an H100.")
+
+
+interference_panel()
+
+
+@st.fragment(key="learn_share")
+def share_panel() -> None:
+    widgets.share_box("learn", sc, EXTRAS_NOW)
+
+
+share_panel()
 
 runner.start_workers()      # after the results are on screen: later changes run side by side

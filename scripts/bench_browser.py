@@ -8,9 +8,12 @@ re-run), and times each step from the keypress to two moments:
 * charts (the figure that counts): the run has finished, no element is stale and every Plotly chart has
   redrawn.
 
-Prints every step, then the median and p90 of both.
+Prints every step, then the median and p90 of both. ``--trace`` also prints where each step's time went:
+when the browser sent the move, received the first and the last websocket message of the rerun (the server's
+share), how many messages that was (a rerun of the whole page sends every element again), and the browser's
+long tasks (mostly React and Plotly drawing) - all in the page's own clock.
 
-    .venv/bin/python scripts/bench_browser.py [--steps 12] [--slider qps] [--url-query 'layout=2P_2pD']
+    .venv/bin/python scripts/bench_browser.py [--steps 12] [--slider qps] [--url-query 'layout=2P_2pD'] [--trace]
 
 This is a benchmark, not a test: it asserts nothing except that each update happened.
 """
@@ -56,6 +59,29 @@ NUMBERS_JS = """
   return cards.length > 0 && cards.every(c => !c.closest('[data-stale="true"]'));
 }
 """
+#: with --trace: timestamps (page clock) of the websocket messages sent and received, and of long tasks
+TRACE_INIT_JS = """
+(() => {
+  window.__ws = []; window.__lt = [];
+  try {
+    new PerformanceObserver(l => { for (const e of l.getEntries())
+      window.__lt.push([performance.timeOrigin + e.startTime, e.duration]); }).observe({type: 'longtask'});
+  } catch (e) {}
+  const Orig = window.WebSocket;
+  window.WebSocket = function (...args) {
+    const ws = new Orig(...args);
+    ws.addEventListener('message', () => window.__ws.push([Date.now(), 1]));
+    const send = ws.send.bind(ws);
+    ws.send = (d) => { window.__ws.push([Date.now(), -1]); return send(d); };
+    return ws;
+  };
+  window.WebSocket.prototype = Orig.prototype;
+  Object.assign(window.WebSocket, Orig);
+})();
+"""
+TRACE_JS = """
+() => { const out = {ws: window.__ws, lt: window.__lt}; window.__ws = []; window.__lt = []; return out; }
+"""
 MARK_JS = """
 () => {
   window.__benchStamp = Math.random();
@@ -71,6 +97,17 @@ def percentile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def trace_line(tr: dict, t0: float) -> str:
+    """One step's websocket and long-task timings, relative to the page's clock at the keypress."""
+    sent = [t - t0 for t, d in tr["ws"] if d < 0]
+    recv = [t - t0 for t, d in tr["ws"] if d > 0]
+    if not recv:
+        return "no websocket message received"
+    tasks = " ".join(f"{a - t0:.0f}+{d:.0f}" for a, d in tr["lt"])
+    return (f"move sent +{sent[0] if sent else float('nan'):.0f} ms; {len(recv)} messages received "
+            f"+{recv[0]:.0f} .. +{recv[-1]:.0f} ms; long tasks (start+duration ms): {tasks or 'none'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=12, help="slider moves to time (default 12)")
@@ -78,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url-query", default="", help="extra scenario keys for the start page, e.g. 'layout=1P_3D'")
     ap.add_argument("--url", default=None, help="use a running server instead of starting one")
     ap.add_argument("--screenshot", default=None, help="save a screenshot of the final state here")
+    ap.add_argument("--trace", action="store_true", help="print where each step's time went (see above)")
     args = ap.parse_args(argv)
 
     from playwright.sync_api import expect, sync_playwright
@@ -95,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(120_000)
+            if args.trace:
+                page.add_init_script(TRACE_INIT_JS)
             t0 = time.perf_counter()
             page.goto(f"{url}/?{args.url_query}")
             expect(page.get_by_test_id("stMetric").first).to_be_visible()
@@ -106,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
                 before = float(thumb.input_value())
                 page.evaluate(MARK_JS)
                 thumb.focus()
+                if args.trace:
+                    page.evaluate(TRACE_JS)
+                    t_page = page.evaluate("() => Date.now()")
                 t = time.perf_counter()
                 page.keyboard.press("ArrowRight")
                 expect(thumb).not_to_have_value(str(before).removesuffix(".0"))
@@ -118,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(dt)
                 print(f"step {i + 1:2d}: {args.slider} {before:g} -> {want}: numbers {numbers[-1] * 1e3:5.0f} ms, "
                       f"charts {dt * 1e3:5.0f} ms")
+                if args.trace:
+                    print("         " + trace_line(page.evaluate(TRACE_JS), t_page))
             if args.screenshot:
                 page.screenshot(path=args.screenshot)
             browser.close()

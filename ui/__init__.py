@@ -11,6 +11,7 @@ and lays out results:
 * ``sweeps``    – the Sweep page's points, each sweep one ``ppd_core`` ``run_grid`` call
 * ``cards``     – number formatting, metric definitions, headline cards and summary tables
 * ``charts``    – Plotly figures of results, and a chart with its PNG download
+* ``specs``     – Explore's figures as plain dict specs (no Plotly validation on the slider path), cached
 * ``timeline``  – the teaching timeline (Gantt of spans, event stepping)
 * ``exports``   – CSV / JSON / PNG downloads
 * ``uploads``   – checks of visitors' uploads (size, name, encoding, schema) before anything reads them

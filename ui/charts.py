@@ -13,137 +13,29 @@ import streamlit as st
 from ppd_core.config.scenario import Scenario
 
 from .exports import png_bytes
+from .specs import (SYSTEM_COLORS, SYSTEMS, _log_ticks, by_turn_spec, cdf_spec, readable_spec,  # noqa: F401
+                    spec_figure, systems_spec)
 
-SYSTEM_COLORS = MappingProxyType({"PPD": "#1f77b4", "PD": "#ff7f0e", "Replica": "#2ca02c"})
-SYSTEMS = ("PPD", "PD", "Replica")
 KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
                                 "mixed": "#ff7f0e", "append": "#2ca02c"})    # as ui.timeline.PHASES
 
 
-def _ecdf(values: pd.Series, max_points: int = 300) -> tuple[np.ndarray, np.ndarray]:
-    v = np.sort(values.dropna().to_numpy(dtype=float))
-    if v.size == 0:
-        return v, v
-    y = np.arange(1, v.size + 1) / v.size
-    if v.size > max_points:
-        idx = np.unique(np.linspace(0, v.size - 1, max_points).astype(int))
-        v, y = v[idx], y[idx]
-    return v, y
-
-
-def _system_name(name: str, scenarios: Mapping[str, Scenario]) -> str:
-    return f"{name} ({scenarios[name].layout})"
-
-
 def cdf_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str,
                title: str, log_x: bool = True, turn1: bool = True) -> go.Figure:
-    """CDF of ``metric``: Turn 2+ solid, Turn 1 dotted (``turn1=False``: Turn 2+ only, so Turn 1's client
-    queueing does not stretch the axis), one colour per system, on one axis (every extra subplot costs the
-    browser a noticeable redraw on each slider move)."""
-    fig = go.Figure()
-    for name, r in results.items():
-        rec = r["records"]
-        ok = rec[rec["status"] == "ok"]
-        for turn, mask, dash in (("Turn 2+", ok["turn"] >= 2, None), ("Turn 1", ok["turn"] == 1, "dot"))[
-                :2 if turn1 else 1]:
-            x, y = _ecdf(ok.loc[mask, metric], max_points=200)
-            fig.add_trace(go.Scatter(
-                x=x, y=y, mode="lines", name=f"{_system_name(name, scenarios)} · {turn}", legendgroup=name,
-                line=dict(color=SYSTEM_COLORS.get(name), shape="hv", dash=dash, width=2 if dash is None else 1.5),
-                hovertemplate="%{x:.1f} ms: %{y:.0%}<extra>" + f"{name} {turn}" + "</extra>"))
-    if log_x:
-        vals = pd.concat([r["records"].loc[r["records"]["turn"] >= (1 if turn1 else 2), metric]
-                          for r in results.values()]).dropna()
-        vals = vals[vals > 0]
-        ticks = _log_ticks(float(vals.min()), float(vals.max())) if len(vals) else []
-        fig.update_xaxes(title_text=f"{title} (ms, log scale)", type="log", tickvals=ticks,
-                         ticktext=[f"{t:,g}" for t in ticks])
-    else:
-        fig.update_xaxes(title_text=f"{title} (ms)")
-    fig.update_yaxes(title_text="share of requests ≤ x", tickformat=".0%")
-    fig.update_layout(title=f"{title} distribution (CDF): Turn 2+ solid, Turn 1 dotted" if turn1 else
-                      f"Turn 2+ {title} distribution (CDF)", height=430,
-                      margin=dict(t=60, b=130, l=50, r=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.3))
-    return fig
-
-
-def _log_ticks(lo: float, hi: float) -> list[float]:
-    """Readable log-axis ticks: 1-2-5 steps over at most four decades, else one tick per decade."""
-    lo_e, hi_e = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    steps = (1, 2, 5) if hi_e - lo_e <= 4 else (1,)
-    ticks = [m * 10.0 ** e for e in range(lo_e, hi_e + 1) for m in steps]
-    return [t for t in ticks if lo / 1.5 <= t <= hi * 1.5]
+    """``cdf_spec`` as a figure."""
+    return spec_figure(cdf_spec(results, scenarios, metric, title, log_x, turn1))
 
 
 def by_turn_figure(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str = "ttft_ms",
                    title: str = "TTFT") -> go.Figure:
-    """Mean (solid) and p90 (dotted) of ``metric`` per turn index, one colour per system."""
-    fig = go.Figure()
-    lo, hi = math.inf, 0.0
-    for name, r in results.items():
-        rec = r["records"]
-        ok = rec[rec["status"] == "ok"]
-        if ok.empty:
-            continue
-        g = ok.groupby("turn")[metric]
-        stats = pd.DataFrame({"mean": g.mean(), "p90": g.quantile(0.9), "n": g.size()})
-        stats = stats[stats["n"] >= 3]
-        pos = stats[["mean", "p90"]].to_numpy().ravel()
-        pos = pos[np.isfinite(pos) & (pos > 0)]
-        if pos.size:
-            lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
-        color = SYSTEM_COLORS.get(name)
-        fig.add_trace(go.Scatter(x=stats.index, y=stats["mean"], mode="lines+markers",
-                                 name=f"{_system_name(name, scenarios)} mean", line=dict(color=color),
-                                 customdata=stats["n"], legendgroup=name,
-                                 hovertemplate="turn %{x}: %{y:.1f} ms (n=%{customdata})<extra>" + name + "</extra>"))
-        fig.add_trace(go.Scatter(x=stats.index, y=stats["p90"], mode="lines", name=f"{name} p90",
-                                 line=dict(color=color, dash="dot"), legendgroup=name,
-                                 hovertemplate="turn %{x}: p90 %{y:.1f} ms<extra>" + name + "</extra>"))
-    fig.update_layout(title=f"{title} by turn index (mean solid, p90 dotted)", height=430,
-                      margin=dict(t=60, b=130, l=60, r=10), xaxis_title="turn index (turns with ≥ 3 requests)",
-                      yaxis_title=f"{title} (ms, log scale)", yaxis_type="log",
-                      legend=dict(orientation="h", yanchor="top", y=-0.3))
-    if hi > 0:
-        ticks = _log_ticks(lo, hi)
-        fig.update_yaxes(tickvals=ticks, ticktext=[f"{t:,g}" for t in ticks])
-    fig.update_xaxes(dtick=1)
-    return fig
+    """``by_turn_spec`` as a figure."""
+    return spec_figure(by_turn_spec(results, scenarios, metric, title))
 
 
 def systems_figure(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_ttft: tuple = (),
                    slo_tpot: tuple = (), height: int = 290) -> go.Figure:
-    """The three systems side by side: Turn 2+ TTFT and TPOT (bar = mean, whisker = p90) with the SLO
-    thresholds as dashed lines (those inside the plotted range, labelled at the right edge)."""
-    from plotly.subplots import make_subplots
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
-                        subplot_titles=("Turn 2+ TTFT (ms)", "Turn 2+ TPOT (ms)"))
-    names = [n for n in SYSTEMS if n in summaries]
-    labels = [f"{n}<br>{layouts.get(n, '')}" for n in names]
-    for col, metric, slos in ((1, "ttft_ms", slo_ttft), (2, "tpot_ms", slo_tpot)):
-        g = [summaries[n]["groups"]["turn2plus"][metric] for n in names]
-        mean = [float(x["mean"] or 0.0) for x in g]
-        p90 = [float(x["p90"] or 0.0) for x in g]
-        fig.add_trace(go.Bar(
-            x=labels, y=mean, marker_color=[SYSTEM_COLORS[n] for n in names], showlegend=False,
-            text=[f"{v:,.1f}" for v in mean], textposition="inside", insidetextanchor="middle",
-            error_y=dict(type="data", symmetric=False, array=[max(b - a, 0.0) for a, b in zip(mean, p90)],
-                         arrayminus=[0.0] * len(mean), color="#444", thickness=1.2),
-            hovertemplate="%{x}: mean %{y:.1f} ms<extra></extra>"), row=1, col=col)
-        top = max(p90 + [1e-9]) * 1.18
-        shown: list[float] = []
-        for thr in sorted(slos):
-            if thr > top * 1.6 or any(abs(thr - s) < 0.12 * top for s in shown):
-                continue
-            top = max(top, thr * 1.12)
-            shown.append(thr)
-            fig.add_hline(y=thr, line=dict(color="#b00", dash="dash", width=1.2), row=1, col=col,
-                          annotation_text=f"SLO {thr:g}", annotation_position="top right",
-                          annotation_font=dict(color="#b00"))
-        fig.update_yaxes(range=[0, top], row=1, col=col)
-    fig.update_layout(height=height, margin=dict(t=36, b=10, l=40, r=10), bargap=0.35)
-    return fig
+    """``systems_spec`` as a figure."""
+    return spec_figure(systems_spec(summaries, layouts, slo_ttft, slo_tpot, height))
 
 
 def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, log_x: bool = False,
@@ -304,12 +196,16 @@ def readable(fig: go.Figure, present: bool = False) -> go.Figure:
     return fig
 
 
-def chart(fig: go.Figure, key: str, caption: str | None = None, filename: str | None = None,
+def chart(fig: go.Figure | Mapping, key: str, caption: str | None = None, filename: str | None = None,
           context: str | None = None) -> None:
     """A Plotly chart with its metric definitions and a PNG download (rendered on click; ``context``, the
-    scenario's short description and link, goes in the PNG's footer)."""
+    scenario's short description and link, goes in the PNG's footer). ``fig``: a figure, or a spec (``*_spec``,
+    styled as plain dicts: no Plotly validation on the slider path)."""
     present = bool(st.session_state.get("_present"))
-    readable(fig, present)
+    if isinstance(fig, Mapping):
+        fig = spec_figure(readable_spec(fig, present))
+    else:
+        readable(fig, present)
     st.plotly_chart(fig, key=key, config={"displaylogo": False})
     if caption and not present:
         st.caption(caption)

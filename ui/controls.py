@@ -146,6 +146,12 @@ ADVANCED = ("conversations", "think_time_s", "client_concurrency", "arrival_wind
             "rehash_frac", "link_latency_us", "link_sharing", "slo_ttft_ms", "slo_tpot_ms",
             "max_batched_tokens", "gpu_mem_util")
 
+#: Scenario keys no sidebar element depends on (the "weights do not fit" note follows gpu, model, tp and
+#: gpu_mem_util; the layout's paper category follows layout): on a page that names its results fragments
+#: (``widgets.scenario_sidebar(rerun=...)``) a change of one reruns those fragments only.
+RESULTS_ONLY = frozenset(set(SPEC) - {"gpu", "model", "tp", "gpu_mem_util", "layout"})
+
+
 def groups_for(page: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The sidebar groups of ``page``: Learn shows its number of conversations in the Workload group."""
     if page != "learn":

@@ -7,7 +7,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+
+from .specs import spec_figure
 
 #: What the teaching timeline shows, in the order of its legend, with its colour and plain-words meaning.
 PHASES = (
@@ -24,7 +25,10 @@ PHASE_MEANING = MappingProxyType({name: meaning for name, _, meaning in PHASES})
 def phases(spans: pd.DataFrame) -> pd.DataFrame:
     """``spans`` with a ``phase`` column: a P node's prefill is a full prefill, a link span a KV transfer, a
     decode node's prefill (or mixed iteration) right after a transfer of the same conversation a KV load,
-    a replica's first prefill of a conversation a full prefill, any other prefill on D/pD/R an append-prefill."""
+    a replica's first prefill of a conversation a full prefill, any other prefill on D/pD/R an append-prefill.
+    Spans that have it already are returned as they are (Learn computes it once per run, not once per step)."""
+    if "phase" in spans.columns:
+        return spans
     sp = spans.reset_index(drop=True).copy()
     phase = []
     pending: set[tuple[str, str]] = set()       # (decode node, conversation) whose KV arrived, not yet loaded
@@ -70,16 +74,31 @@ def window(t_now: float, t_end: float, width_s: float | None) -> tuple[float, fl
     return lo, lo + width_s
 
 
-def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_end: float,
-                 width_s: float | None = None) -> go.Figure:
-    """Per-node Gantt (one row of subplots per system) of the spans started by ``t_now``, cut at ``t_now``,
-    coloured by phase (``PHASES``), its time axis a window of ``width_s`` around ``t_now``."""
+def gantt_spec(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_end: float,
+               width_s: float | None = None, spacing: float = 0.12) -> dict:
+    """Per-node Gantt (one row of subplots per system, the time axis shared) of the spans started by
+    ``t_now``, cut at ``t_now``, coloured by phase (``PHASES``), its time axis a window of ``width_s`` around
+    ``t_now``: the figure spec (``ui.specs``) of what ``make_subplots`` + ``go.Bar`` + ``add_vline`` gave."""
     names = list(spans_by_system)
-    fig = make_subplots(rows=len(names), cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=names)
+    n = len(names)
     lo, hi = window(t_now, t_end, width_s)
+    row_h = (1.0 - spacing * (n - 1)) / n
+    data: list[dict] = []
+    layout: dict = {"annotations": [], "shapes": []}
     shown_kinds: set[str] = set()
     for i, name in enumerate(names, start=1):
+        sfx = "" if i == 1 else str(i)
+        below = n - i                                   # rows under this one (make_subplots' arithmetic)
+        bottom = sum([row_h] * below) + below * spacing
+        top = bottom + row_h
+        bottom, top = (0.0 if -0.01 < bottom < 0.0 else bottom), (1.0 if 1.0 < top < 1.01 else top)
+        layout[f"xaxis{sfx}"] = {"anchor": f"y{sfx}", "domain": [0.0, 1.0], "range": [lo * 1e3, hi * 1e3]}
+        if i < n:
+            layout[f"xaxis{sfx}"].update(matches=f"x{n}", showticklabels=False)
+        layout[f"yaxis{sfx}"] = {"anchor": f"x{sfx}", "domain": [bottom, top]}
+        layout["annotations"].append({"font": {"size": 16}, "showarrow": False, "text": name, "x": 0.5,
+                                      "xanchor": "center", "xref": "paper", "y": top, "yanchor": "bottom",
+                                      "yref": "paper"})
         sp = spans_by_system[name]
         if sp is None or sp.empty:
             continue
@@ -91,23 +110,37 @@ def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_en
             d = vis[vis["phase"] == kind]
             end = np.minimum(d["end_s"].to_numpy(float), t_now)
             start = d["start_s"].to_numpy(float)
-            fig.add_trace(go.Bar(
-                y=d["node"].astype(str), x=np.maximum(end - start, min_w) * 1e3, base=start * 1e3,
-                orientation="h", name=kind, legendgroup=kind, showlegend=kind not in shown_kinds,
-                marker=dict(color=PHASE_COLORS[kind], line=dict(width=0.5, color="white")),
-                customdata=np.stack([d["conversations"].astype(str), start * 1e3,
-                                     d["end_s"].to_numpy(float) * 1e3], axis=-1),
-                hovertemplate="%{y} " + kind + "<br>conv %{customdata[0]}<br>%{customdata[1]:.1f} → "
-                              "%{customdata[2]:.1f} ms<extra>" + name + "</extra>"), row=i, col=1)
+            data.append({
+                "type": "bar", "y": d["node"].astype(str).to_numpy(), "x": np.maximum(end - start, min_w) * 1e3,
+                "base": (start * 1e3).tolist(),        # a list, as Plotly's validator made it
+                "orientation": "h", "name": kind, "legendgroup": kind,
+                "showlegend": kind not in shown_kinds,
+                "marker": {"color": PHASE_COLORS[kind], "line": {"width": 0.5, "color": "white"}},
+                "customdata": np.stack([d["conversations"].astype(str), start * 1e3,
+                                        d["end_s"].to_numpy(float) * 1e3], axis=-1),
+                "hovertemplate": "%{y} " + kind + "<br>conv %{customdata[0]}<br>%{customdata[1]:.1f} → "
+                                 "%{customdata[2]:.1f} ms<extra>" + name + "</extra>",
+                "xaxis": f"x{sfx}", "yaxis": f"y{sfx}"})
             shown_kinds.add(str(kind))
-        fig.update_yaxes(categoryorder="array", categoryarray=nodes[::-1], row=i, col=1)
-        fig.add_vline(x=t_now * 1e3, line=dict(color="black", dash="dash", width=1), row=i, col=1)
-    fig.update_xaxes(range=[lo * 1e3, hi * 1e3])
-    fig.update_xaxes(title_text="simulated time (ms)", row=len(names), col=1)
-    fig.update_layout(barmode="overlay", height=200 + 170 * len(names), margin=dict(t=50, b=40, l=60, r=10),
-                      title=f"Request timeline at t = {t_now * 1e3:,.1f} ms",
-                      legend=dict(orientation="h", y=-0.15))
-    return fig
+        layout[f"yaxis{sfx}"].update(categoryorder="array", categoryarray=nodes[::-1])
+        if not any(t["yaxis"] == f"y{sfx}" for t in data):
+            continue                                    # add_vline leaves a subplot without bars alone
+        layout["shapes"].append({"line": {"color": "black", "dash": "dash", "width": 1}, "type": "line",
+                                 "x0": t_now * 1e3, "x1": t_now * 1e3, "xref": f"x{sfx}", "y0": 0, "y1": 1,
+                                 "yref": f"y{sfx} domain"})
+    if not layout["shapes"]:
+        del layout["shapes"]                            # as Plotly leaves it: no empty list
+    layout[f"xaxis{'' if n == 1 else n}"]["title"] = {"text": "simulated time (ms)"}
+    layout.update(barmode="overlay", height=200 + 170 * n, margin={"t": 50, "b": 40, "l": 60, "r": 10},
+                  title={"text": f"Request timeline at t = {t_now * 1e3:,.1f} ms"},
+                  legend={"orientation": "h", "y": -0.15})
+    return {"data": data, "layout": layout}
+
+
+def gantt_figure(spans_by_system: Mapping[str, pd.DataFrame], t_now: float, t_end: float,
+                 width_s: float | None = None) -> go.Figure:
+    """``gantt_spec`` as a figure."""
+    return spec_figure(gantt_spec(spans_by_system, t_now, t_end, width_s))
 
 
 def _node_order(name: str) -> tuple:

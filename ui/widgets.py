@@ -7,19 +7,29 @@ from typing import Any, Mapping, Sequence
 
 import streamlit as st
 
+from streamlit import config as st_config
+from streamlit.errors import StreamlitAPIException
+
 from ppd_core.model import extrapolation_notes, feasibility
 from ppd_core.config.layout import LAYOUT_CATEGORY
 from ppd_core.config.scenario import SPEC, Scenario, parse_lenient, render_value
 
 from . import exports, urlstate
-from .controls import Control, advanced_for, groups_for, clamp_to_widget, controls_for, link_presets, to_widget
+from .controls import (RESULTS_ONLY, Control, advanced_for, groups_for, clamp_to_widget, controls_for, link_presets,
+                       to_widget)
 
 SIZE_KEYS = ("conversations", "turns", "qps", "arrival_window_s")
+FAST = "_fast_rerun"        # session_state: the page whose results-only fragments this run reruns alone
 
 
-def _on_change(key: str) -> None:
+def _on_change(key: str, rerun: tuple[str, ...] = ()) -> None:
     """Widget callback: refuse a value that makes the scenario invalid (free text, size caps) and keep the
-    last good one, with a one-line warning shown on the next run; canonicalise accepted free text."""
+    last good one, with a one-line warning shown on the next run; canonicalise accepted free text. An accepted
+    value of a results-only control (``rerun``: the page's fragment keys) reruns only those fragments: the
+    sidebar, the title and everything else the value cannot change are neither rerun nor sent again. Under
+    AppTest (Streamlit's ``global.appTest``) the page reruns whole: AppTest starts every run with a fresh pages
+    registry and element tree, so a fragment run alone there can neither resolve page links nor keep the rest of
+    the page; the browser tests check the fragment path."""
     good: dict = st.session_state.get("_good") or {}
     if key not in good:
         return
@@ -32,10 +42,28 @@ def _on_change(key: str) -> None:
         st.session_state[key] = good[key]
         st.session_state["_flash"] = list(st.session_state.get("_flash") or []) + [
             f"`{key}`: {shown!r} refused ({urlstate.problem_text(bad[0], 200)}); kept {render_value(good[key])}."]
-    elif key in SPEC and isinstance(values[key], str):
+        return                                      # a full rerun: the widget shows the value kept
+    if key in SPEC and isinstance(values[key], str):
         canonical = render_value(getattr(sc, key))
         if canonical != values[key]:
             st.session_state[key] = canonical       # e.g. layout 3P_1pD_2R -> 2R_3P_1pD, slo "200, 100" -> 100,200
+            return                                  # a full rerun: the widget shows the canonical text
+    if rerun and not st_config.get_option("global.appTest"):    # (AppTest patches the module's function)
+        st.session_state[FAST] = st.session_state.get(urlstate.PAGE)
+        rerun_fragments(rerun)
+        st.session_state.pop(FAST, None)            # still here: the page reruns whole
+
+
+def rerun_fragments(keys: Sequence[str]) -> None:
+    """From a widget callback: rerun the page's fragments ``keys`` alone instead of what the interaction would
+    rerun (``st.rerun`` with fragment keys). Does nothing under AppTest (see ``_on_change``) or when one of
+    them has not been drawn yet (the page stopped early): the interaction's own rerun follows."""
+    if not keys or st_config.get_option("global.appTest"):
+        return
+    try:
+        st.rerun(scope=list(keys))
+    except StreamlitAPIException:
+        pass
 
 
 def _preset(bw: float, lat: float) -> None:
@@ -43,11 +71,12 @@ def _preset(bw: float, lat: float) -> None:
     st.session_state["link_latency_us"] = lat
 
 
-def render_control(ctrl: Control, where: Any, in_form: bool = False) -> Any:
-    """Draw one control; its key is the URL key (its value is seeded by ``urlstate.begin``)."""
+def render_control(ctrl: Control, where: Any, in_form: bool = False, rerun: tuple[str, ...] = ()) -> Any:
+    """Draw one control; its key is the URL key (its value is seeded by ``urlstate.begin``). ``rerun``: the
+    fragments a change of a results-only control (``controls.RESULTS_ONLY``) reruns instead of the page."""
     common: dict = dict(key=ctrl.key, help=ctrl.help_text())
     if not in_form:                                 # a form allows no callbacks but its submit button's
-        common.update(on_change=_on_change, args=(ctrl.key,))
+        common.update(on_change=_on_change, args=(ctrl.key, tuple(rerun) if ctrl.key in RESULTS_ONLY else ()))
     label = ctrl.full_label()
     default = ctrl.default_value
     if ctrl.kind == "slider":
@@ -92,9 +121,12 @@ class PageState:
     infeasible: str | None = None          # the hardware cannot hold the model: show this, not charts
 
 
-def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bool = True) -> PageState:
+def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bool = True,
+                     rerun: tuple[str, ...] = ()) -> PageState:
     """Validate the URL, draw every scenario control in the sidebar, write the canonical link to the address
-    bar, and return the Scenario (with the warnings to show)."""
+    bar, and return the Scenario (with the warnings to show). ``rerun``: the page's fragments that redraw all a
+    results-only control changes (``fast_state`` gives them the scenario when they rerun alone)."""
+    st.session_state.pop(FAST, None)                # a full run
     ctrls = controls_for(page)
     arrival = urlstate.begin(page, ctrls, extras)
     flash = list(st.session_state.pop("_flash", None) or [])
@@ -103,7 +135,7 @@ def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bo
     for title, keys in groups_for(page):
         sb.markdown(f"**{title}**")
         for k in keys:
-            render_control(ctrls[k], sb)
+            render_control(ctrls[k], sb, rerun=rerun)
             if k == "bandwidth_gbps" and show_presets:
                 cols = sb.columns(2)
                 for i, (name, bw, lat) in enumerate(link_presets()):
@@ -119,7 +151,7 @@ def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bo
                     sb.caption(f"Paper category: {cat}")
     with sb.expander("Advanced", expanded=False):
         for k in advanced_for(page):
-            render_control(ctrls[k], st)
+            render_control(ctrls[k], st, rerun=rerun)
     values = {k: st.session_state.get(k) for k in ctrls}     # the SLO lists are text; the Scenario parses them
     sc, problems = parse_lenient(values)
     st.session_state["_good"] = {k: to_widget(c, getattr(sc, k)) for k, c in ctrls.items()}
@@ -127,6 +159,29 @@ def scenario_sidebar(page: str, extras: Sequence[Control] = (), show_presets: bo
     msg = feasibility_note(sc, infeasible_slot.container() if infeasible_slot is not None else None)
     warns = _dedupe(flash + list(arrival.warnings) + [f"`{p.key}`: {urlstate.problem_text(p)}" for p in problems])
     return PageState(sc, tuple(warns), msg)
+
+
+def fast_scenario(page: str) -> Scenario | None:
+    """In a rerun of the page's fragments alone (a results-only control moved; ``_on_change``): the scenario
+    of the controls' current values; None in a full run (use what ``scenario_sidebar`` returned)."""
+    if st.session_state.get(FAST) != page:
+        return None
+    return parse_lenient({k: st.session_state.get(k) for k in controls_for(page)})[0]
+
+
+def fast_state(page: str, extras: Sequence[Control] = ()) -> PageState | None:
+    """``fast_scenario`` with what ``scenario_sidebar`` does after drawing: remember the last good values,
+    write the canonical link to the address bar and check that the model fits (the controls that can change
+    that take the full rerun). None in a full run."""
+    if st.session_state.get(FAST) != page:
+        return None
+    ctrls = controls_for(page)
+    sc, problems = parse_lenient({k: st.session_state.get(k) for k in ctrls})
+    st.session_state["_good"] = {k: to_widget(c, getattr(sc, k)) for k, c in ctrls.items()}
+    _remember_context(page, sc, urlstate.write(page, sc, extras))
+    bad = feasibility.check(sc)
+    return PageState(sc, tuple(_dedupe([f"`{p.key}`: {urlstate.problem_text(p)}" for p in problems])),
+                     bad.message if bad is not None else None)
 
 
 def carry_scenario(page: str, extras: Sequence[Control] = ()) -> PageState:
@@ -181,14 +236,19 @@ def share_box(page: str, sc: Scenario, extras: Sequence[Control] = ()) -> str:
     return url
 
 
-def render_extra(ctrl: Control, where: Any = st) -> Any:
+def render_extra(ctrl: Control, where: Any = st, rerun: Sequence[str] = ()) -> Any:
     """Draw a page-only control (seeded by ``urlstate.begin``); a value out of the current range (e.g.
-    fewer events after a scenario change) is clamped into it."""
+    fewer events after a scenario change) is clamped into it. ``rerun``: the page's fragments a change reruns
+    (``rerun_fragments``) instead of the page."""
+    if f"_set_{ctrl.key}" in st.session_state:                  # a value a callback chose (``move_step``)
+        st.session_state[ctrl.key] = st.session_state.pop(f"_set_{ctrl.key}")
     if ctrl.key in st.session_state and ctrl.kind == "slider":
         v = st.session_state[ctrl.key]
         if isinstance(v, (int, float)) and not (ctrl.lo <= v <= ctrl.hi):
             st.session_state[ctrl.key] = clamp_to_widget(ctrl, v)
-    kw = dict(key=ctrl.key, help=ctrl.help_text())
+    kw: dict = dict(key=ctrl.key, help=ctrl.help_text())
+    if rerun:
+        kw.update(on_change=rerun_fragments, args=(tuple(rerun),))
     if ctrl.kind == "slider":
         return where.slider(ctrl.label, min_value=ctrl.lo, max_value=ctrl.hi, value=ctrl.default,
                             step=ctrl.step, **kw)
@@ -212,14 +272,19 @@ def render_extra(ctrl: Control, where: Any = st) -> Any:
     raise ValueError(f"unsupported page control kind {ctrl.kind!r}")
 
 
-def move_step(delta: int, n_events: int) -> None:
+def move_step(delta: int, n_events: int, rerun: Sequence[str] = ()) -> None:
+    """The Previous / Next buttons' callback: the step to show is handed to ``render_extra`` (a rerun of
+    fragments alone does not redraw a widget whose value a callback set, so the value is set in the run)."""
     cur = int(st.session_state.get("learn_step", 0))
-    st.session_state["learn_step"] = min(max(cur + delta, 0), max(n_events - 1, 0))
+    st.session_state["_set_learn_step"] = min(max(cur + delta, 0), max(n_events - 1, 0))
+    rerun_fragments(rerun)
 
 
-def nav_links(sc: Scenario, here: str) -> None:
-    """Sidebar links that carry this scenario to the other pages (the sidebar navigation does too)."""
-    st.sidebar.markdown("**Open this scenario in**")
+def nav_links(sc: Scenario, here: str, where: Any = None) -> None:
+    """Sidebar links that carry this scenario to the other pages (the sidebar navigation does too); ``where``:
+    the sidebar (default) or, inside a fragment drawn in the sidebar, ``st``."""
+    where = st.sidebar if where is None else where
+    where.markdown("**Open this scenario in**")
     params = sc.to_params()
     for path, label in (("pages/explore.py", "Explore"), ("pages/sweep.py", "Sweep"), ("pages/learn.py", "Learn"),
                         ("pages/advise.py", "Advisor")):
@@ -228,7 +293,7 @@ def nav_links(sc: Scenario, here: str) -> None:
         p = dict(params)
         if here == "learn" or path.endswith("learn.py"):
             p.pop("conversations", None)     # the Learn page shows a handful of conversations, not a run size
-        st.sidebar.page_link(path, label=label, query_params=p)
+        where.page_link(path, label=label, query_params=p)
 
 
 def classroom() -> bool:

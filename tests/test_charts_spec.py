@@ -1,0 +1,113 @@
+"""Explore's figures are built as plain dict specs (``ui.specs``) and shown without Plotly's validation
+(``specs.spec_figure``): here Plotly validates every spec, and the dict-level styling (``readable_spec``)
+must give exactly what Plotly's own ``update_*`` calls give (``readable``)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+import ppd_core
+from ppd_core.config.scenario import Scenario
+from ui import charts, specs
+
+SCENARIOS = {
+    "default": Scenario(conversations=120),
+    "1P_3D slow link, two SLOs": Scenario(layout="1P_3D", qps=6.5, bandwidth_gbps=25, slo_ttft_ms=(150, 300),
+                                          conversations=80),
+    "few turns": Scenario(workload="small_mid_bal", turns=3, conversations=40, seed=7),
+    "overload, pd": Scenario(layout="2P_2D", policy="pd", qps=12, slo_tpot_ms=(5, 10, 100), conversations=80),
+    "tiny": Scenario(conversations=3, qps=1),
+}
+
+
+def _json(fig: go.Figure) -> dict:
+    return json.loads(pio.to_json(fig.to_dict(), validate=False))
+
+
+@pytest.fixture(scope="module", params=sorted(SCENARIOS))
+def runs(request):
+    sc = SCENARIOS[request.param]
+    scs = dict(ppd_core.baselines(sc))
+    results = {}
+    for name, s in scs.items():
+        r = ppd_core.run(s)
+        results[name] = {"summary": r.summary, "records": r.records}
+    return sc, scs, results
+
+
+def _specs(sc, scs, results) -> dict[str, dict]:
+    summaries = {n: r["summary"] for n, r in results.items()}
+    layouts = {n: s.layout for n, s in scs.items()}
+    return {
+        "systems": specs.systems_spec(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms),
+        "cdf_ttft": specs.cdf_spec(results, scs, "ttft_ms", "TTFT", turn1=False),
+        "cdf_ttft_turn1": specs.cdf_spec(results, scs, "ttft_ms", "TTFT"),
+        "cdf_tpot": specs.cdf_spec(results, scs, "tpot_ms", "TPOT", log_x=False),
+        "by_turn": specs.by_turn_spec(results, scs, "ttft_ms", "TTFT"),
+    }
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_specs_are_valid_plotly_and_styled_as_plotly_would(runs, present):
+    for name, spec in _specs(*runs).items():
+        shown = specs.spec_figure(specs.readable_spec(spec, present))
+        validated = go.Figure(spec)                 # raises on any property Plotly does not know
+        charts.readable(validated, present)
+        assert _json(shown) == _json(validated), name
+
+
+def test_readable_spec_leaves_the_cached_spec_alone(runs):
+    spec = _specs(*runs)["systems"]
+    before = json.dumps(_json(specs.spec_figure(spec)))
+    specs.readable_spec(spec, present=True)
+    assert json.dumps(_json(specs.spec_figure(spec))) == before
+
+
+def test_cdf_traces_carry_a_few_hundred_points_with_the_extremes(runs):
+    sc, scs, results = runs
+    spec = specs.cdf_spec(results, scs, "ttft_ms", "TTFT")
+    for trace in spec["data"]:
+        assert len(trace["x"]) <= specs.CDF_POINTS + specs.CDF_TAIL_POINTS, trace["name"]
+    ppd = results["PPD"]["records"]
+    t2 = ppd.loc[(ppd["status"] == "ok") & (ppd["turn"] >= 2), "ttft_ms"]
+    x = spec["data"][0]["x"]
+    if len(t2):
+        assert x[0] == t2.min() and x[-1] == t2.max()
+        assert spec["data"][0]["y"][-1] == 1.0
+
+
+def test_ecdf_keeps_the_tail_exact_and_stays_small():
+    values = np.random.default_rng(1).lognormal(3, 1, 2_000)
+    x, y = specs._ecdf(values)
+    exact = np.sort(values)
+    top = exact[-int(np.ceil(specs.CDF_TAIL * exact.size)):]      # the top 1 %: every point drawn
+    assert set(top) <= set(x)
+    assert np.all(np.diff(x) >= 0) and np.all(np.diff(y) > 0) and y[-1] == 1.0
+    for q in (0.5, 0.9, 0.99):          # each drawn step is the exact ECDF there
+        k = np.searchsorted(x, np.quantile(exact, q), side="right") - 1
+        assert y[k] == np.searchsorted(exact, x[k], side="right") / exact.size
+    x, y = specs._ecdf(np.random.default_rng(2).exponential(1, 200_000))
+    assert len(x) <= specs.CDF_POINTS + specs.CDF_TAIL_POINTS and x.size == y.size
+    x, y = specs._ecdf(np.array([3.0, np.nan, 1.0]))
+    assert x.tolist() == [1.0, 3.0] and y.tolist() == [0.5, 1.0]
+
+
+@pytest.mark.parametrize("width_s", [0.02, 0.2, None])
+def test_gantt_spec_is_valid_plotly_at_every_kind_of_step(width_s):
+    from ui import timeline
+    sc = Scenario(conversations=3)
+    scs = dict(ppd_core.baselines(sc))
+    spans = {"PD": ppd_core.run(scs["PD"], record_spans=True).spans, "PPD": ppd_core.run(sc, record_spans=True).spans}
+    phased = {name: timeline.phases(sp) for name, sp in spans.items()}
+    assert all(timeline.phases(sp) is sp for sp in phased.values())      # computed once per run
+    events = timeline.timeline_events(spans)
+    for k in (0, len(events) // 2, len(events) - 1):          # no bar yet, mid-run, the end
+        spec = timeline.gantt_spec(phased, float(events[k]), float(events[-1]), width_s)
+        for present in (False, True):
+            validated = go.Figure(spec)
+            charts.readable(validated, present)
+            assert _json(specs.spec_figure(specs.readable_spec(spec, present))) == _json(validated)
