@@ -49,16 +49,12 @@ def share(mask: np.ndarray) -> float:
     return np.count_nonzero(mask) / mask.size
 
 
-def group_reduce(keys: np.ndarray, values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
-    """``ufunc`` (np.maximum, np.minimum, np.add) over the values of each distinct key, in ascending key order
-    (what ``pd.Series(values).groupby(keys).max()`` etc. give). Exact for max/min and integer sums; a float sum
-    may differ from pandas' in the last bits. Empty ``keys``: an empty array."""
-    return Groups(keys).reduce(values, ufunc)
-
-
 class Groups:
     """The distinct keys of ``keys`` found once (a stable sort, skipped when the keys are already in order, as
-    a run's records are by conversation), for several ``reduce`` calls over the same grouping."""
+    a run's records are by conversation), for several ``reduce`` calls over the same grouping: ``reduce(values,
+    ufunc)`` is ``ufunc`` (np.maximum, np.minimum, np.add) over each key's values, in ascending key order (what
+    ``pd.Series(values).groupby(keys).max()`` etc. give; exact for max/min and integer sums, a float sum may
+    differ from pandas' in the last bits). Empty ``keys``: an empty array."""
     __slots__ = ("order", "starts")
 
     def __init__(self, keys: np.ndarray):
