@@ -9,7 +9,9 @@ import streamlit as st
 # Streamlit runs this entry script as "__main__". The simulation worker processes (spawned by
 # ui/runner.py) import it as "__mp_main__" while they start: they must not build the app.
 if __name__ == "__main__":
-    st.set_page_config(page_title="PPD Explorer", page_icon=":material/hub:", layout="wide",
+    # The favicon is an emoji: the browser draws it from a data: URI. A ":material/...:" icon is an SVG that the
+    # frontend fetches from fonts.gstatic.com again on every rerun (one failed request per slider move offline).
+    st.set_page_config(page_title="PPD Explorer", page_icon="🔀", layout="wide",
                        initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "expanded")
 
     pg = st.navigation([
