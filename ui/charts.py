@@ -13,8 +13,8 @@ import streamlit as st
 from ppd_core.config.scenario import Scenario
 
 from .exports import png_bytes
-from .specs import (SYSTEM_COLORS, SYSTEMS, _log_ticks, by_turn_spec, cdf_spec, readable_spec,  # noqa: F401
-                    spec_figure, systems_spec)
+from .specs import (HOUSE_LAYOUT, HOUSE_XAXIS, HOUSE_YAXIS, SYSTEM_COLORS, SYSTEMS, _log_ticks,  # noqa: F401
+                    by_turn_spec, cdf_spec, readable_spec, spec_figure, systems_spec)
 
 KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
                                 "mixed": "#ff7f0e", "append": "#2ca02c"})    # as ui.timeline.PHASES
@@ -183,10 +183,14 @@ def interference_figure(df: pd.DataFrame, n_prefills: int, prefill_tokens: int, 
 
 
 def readable(fig: go.Figure, present: bool = False) -> go.Figure:
-    """Dark text at a readable size (classroom mode: ≥ 16 px everywhere, taller charts)."""
+    """The house style (``specs.HOUSE_LAYOUT``), dark text at a readable size (classroom mode: ≥ 16 px
+    everywhere, taller charts)."""
     base = 18 if present else 13
+    fig.update_layout(dict(HOUSE_LAYOUT))
+    fig.update_xaxes(dict(HOUSE_XAXIS))
+    fig.update_yaxes(dict(HOUSE_YAXIS))
     fig.update_layout(font=dict(size=base, color="#222"), title_font=dict(size=base + 3), legend_font_size=base)
-    fig.update_xaxes(tickfont_size=base, title_font_size=base)       # the Streamlit theme sets its own
+    fig.update_xaxes(tickfont_size=base, title_font_size=base)
     fig.update_yaxes(tickfont_size=base, title_font_size=base)
     fig.update_annotations(font_size=base)
     if present:
@@ -206,7 +210,7 @@ def chart(fig: go.Figure | Mapping, key: str, caption: str | None = None, filena
         fig = spec_figure(readable_spec(fig, present))
     else:
         readable(fig, present)
-    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+    st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)   # styled by readable*
     if caption and not present:
         st.caption(caption)
     ctx = context if context is not None else st.session_state.get("_context")

@@ -37,12 +37,38 @@ def _axis_title(text: str) -> dict:
     return {"title": {"text": text}}
 
 
+#: The dashboard's chart style, set on every figure by ``readable`` / ``readable_spec``. Charts are shown with
+#: ``theme=None``: Streamlit's own theme is applied in the browser after the chart mounts (a second Plotly
+#: update per chart and slider move) and sets zero side margins with ``automargin``, so every draw is pushed
+#: and redrawn. The look is Streamlit's (its font, left-aligned bold titles, light y grid, no x grid, white
+#: background), set once here; each figure's margins leave room for its labels, and ``automargin`` stays on as
+#: a safety net that costs nothing when they fit.
+FONT_FAMILY = '"Source Sans", "Source Sans Pro", sans-serif'
+GRID = "#e6eaf1"
+HOUSE_LAYOUT = MappingProxyType({
+    "font": {"family": FONT_FAMILY},
+    "title": {"x": 0, "xanchor": "left", "font": {"weight": 600}},
+    "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff",
+    "hoverlabel": {"bgcolor": "#ffffff", "bordercolor": "#d5dae5", "font": {"family": FONT_FAMILY, "color": "#222"}},
+})
+HOUSE_XAXIS = MappingProxyType({"showgrid": False, "zeroline": False, "automargin": True, "linecolor": GRID})
+HOUSE_YAXIS = MappingProxyType({"gridcolor": GRID, "zeroline": False, "automargin": True})
+
+
+def _merged(old: Mapping, new: Mapping) -> dict:
+    """``new`` laid over ``old`` as Plotly's ``update_*`` does: nested dicts merged, everything else replaced."""
+    out = dict(old)
+    for k, v in new.items():
+        out[k] = _merged(out.get(k) or {}, v) if isinstance(v, Mapping) else v
+    return out
+
+
 def readable_spec(spec: Mapping, present: bool = False) -> dict:
-    """``readable`` for a spec (``*_spec``): the same fonts and sizes set on the dicts, on a copy (the spec may
-    come from a cache)."""
+    """``readable`` for a spec (``*_spec``): the same house style, fonts and sizes set on the dicts, on a copy
+    (the spec may come from a cache)."""
     base = 18 if present else 13
     data = [dict(t) for t in spec["data"]]
-    layout = dict(spec["layout"])
+    layout = _merged(spec["layout"], HOUSE_LAYOUT)
     layout["font"] = {**layout.get("font", {}), "size": base, "color": "#222"}
     layout["title"] = {**layout.get("title", {}), "font": {**layout.get("title", {}).get("font", {}),
                                                           "size": base + 3}}
@@ -53,7 +79,7 @@ def readable_spec(spec: Mapping, present: bool = False) -> dict:
         if k not in axes:
             axes.append(k)
     for k in axes:
-        ax = dict(layout.get(k, {}))
+        ax = _merged(layout.get(k, {}), HOUSE_XAXIS if k.startswith("x") else HOUSE_YAXIS)
         ax["tickfont"] = {**ax.get("tickfont", {}), "size": base}
         title = dict(ax.get("title", {}))
         title["font"] = {**title.get("font", {}), "size": base}
@@ -216,7 +242,7 @@ def systems_spec(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_
         layout[f"xaxis{'' if col == 1 else col}"] = {"anchor": ya, "domain": [left, _PANEL if col == 1 else 1.0]}
         layout[f"yaxis{'' if col == 1 else col}"] = {"anchor": xa, "domain": [0.0, 1.0], "range": [0, top]}
     layout.update(annotations=annotations, shapes=shapes, height=height,
-                  margin={"t": 36, "b": 10, "l": 40, "r": 10}, bargap=0.35)
+                  margin={"t": 36, "b": 48, "l": 44, "r": 10}, bargap=0.35)   # room for the two-line ticks
     return {"data": data, "layout": layout}
 
 
