@@ -81,6 +81,7 @@ def start_workers() -> None:
     freeze_startup_heap()
 
 
+@st.cache_resource(show_spinner=False)
 def freeze_startup_heap() -> None:
     """Once per process, after a first page has run: take what is alive now out of the cyclic garbage
     collector's walks (``gc.freeze``; garbage is collected first, so only live objects are frozen). That heap is
@@ -90,14 +91,8 @@ def freeze_startup_heap() -> None:
     send the "run finished" message. After the freeze the collection walks only what sessions made since, and
     still frees it. Once per server through ``st.cache_resource``: asking ``gc.get_freeze_count()`` instead would
     walk the frozen list on every call (CPython counts it node by node: ~14 ms per slider move here)."""
-    _freeze_heap_once()
-
-
-@st.cache_resource(show_spinner=False)
-def _freeze_heap_once() -> bool:
     gc.collect()
     gc.freeze()
-    return True
 
 
 def _ready_workers() -> Workers | None:
