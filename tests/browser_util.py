@@ -8,14 +8,17 @@ SETTLED_JS = """
   const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
     && !document.querySelector('[data-stale="true"]')
+    && !document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]')
     && !!document.querySelector('[data-testid="stMain"] h1');
 }
 """
 
 
 def settle(page, timeout_ms: int = 120_000, quiet_ms: int = 600) -> None:
-    """Wait until the script run is over and nothing is stale, twice ``quiet_ms`` apart (a rerun the URL
-    sync or a callback started in between is waited for too)."""
+    """Wait until the script run is over, nothing is stale and no element still shows its loading skeleton
+    (the frontend loads an element's code on first use: a fresh session can finish its run before its metrics
+    and sliders are drawn), twice ``quiet_ms`` apart (a rerun the URL sync or a callback started in between is
+    waited for too)."""
     for _ in range(2):
         page.wait_for_function(SETTLED_JS, timeout=timeout_ms)
         page.wait_for_timeout(quiet_ms)
