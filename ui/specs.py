@@ -147,9 +147,18 @@ def cdf_spec(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], met
     layout = {"xaxis": xaxis, "yaxis": {**_axis_title("share of requests ≤ x"), "tickformat": ".0%"},
               "title": {"text": f"{title} distribution (CDF): Turn 2+ solid, Turn 1 dotted" if turn1 else
                         f"Turn 2+ {title} distribution (CDF)"},
-              "height": 430, "margin": {"t": 60, "b": 130, "l": 50, "r": 10},
+              "height": 430, "margin": {"t": 60, "b": _legend_below(len(data)), "l": 56, "r": 10},
               "legend": {"orientation": "h", "yanchor": "top", "y": -0.3}}
     return {"data": data, "layout": layout}
+
+
+def _legend_below(entries: int) -> int:
+    """The bottom margin that holds the x-axis title and a horizontal legend of ``entries`` below the plot, at
+    three entries a row in a half-width column (Explore's CDF and by-turn charts at 1280-1400 px). A margin
+    the labels overflow makes Plotly's ``automargin`` push it and draw the whole figure a second time: about a
+    third of the browser's drawing time per slider move (``tests/test_browser_charts.py`` checks that
+    nothing is pushed)."""
+    return 140 + 32 * (math.ceil(max(entries, 1) / 3) - 1)
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -191,7 +200,7 @@ def by_turn_spec(results: Mapping[str, dict], scenarios: Mapping[str, Scenario],
         ticks = _log_ticks(lo, hi)
         yaxis.update(tickvals=ticks, ticktext=[f"{t:,g}" for t in ticks])
     layout = {"title": {"text": f"{title} by turn index (mean solid, p90 dotted)"}, "height": 430,
-              "margin": {"t": 60, "b": 130, "l": 60, "r": 10},
+              "margin": {"t": 60, "b": _legend_below(len(data)), "l": 60, "r": 10},
               "xaxis": {**_axis_title("turn index (turns with ≥ 3 requests)"), "dtick": 1}, "yaxis": yaxis,
               "legend": {"orientation": "h", "yanchor": "top", "y": -0.3}}
     return {"data": data, "layout": layout}
