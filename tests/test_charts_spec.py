@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -111,3 +112,38 @@ def test_gantt_spec_is_valid_plotly_at_every_kind_of_step(width_s):
             validated = go.Figure(spec)
             charts.readable(validated, present)
             assert _json(specs.spec_figure(specs.readable_spec(spec, present))) == _json(validated)
+
+
+def _per_turn_by_pandas(rec, metric: str):
+    ok = rec[rec["status"] == "ok"]
+    g = ok.groupby("turn")[metric]
+    stats = pd.DataFrame({"mean": g.mean(), "p90": g.quantile(0.9), "n": g.size()})
+    return stats[stats["n"] >= 3]
+
+
+def test_per_turn_statistics_are_pandas_groupby(runs):
+    """The by-turn chart's numbers (numpy, on the slider path) are what pandas' groupby gives."""
+    _, _, results = runs
+    for name, r in results.items():
+        for metric in ("ttft_ms", "tpot_ms"):
+            rec = r["records"].copy()
+            if metric == "tpot_ms":                 # NaN among served requests: left out of mean/p90, counted in n
+                rec.loc[rec.index[::7], metric] = np.nan
+            want = _per_turn_by_pandas(rec, metric)
+            got = specs._per_turn(rec, metric)
+            if want.empty and not (rec["status"] == "ok").any():
+                assert got is None
+                continue
+            turns, mean, p90, n = got
+            assert turns.tolist() == want.index.tolist(), name
+            assert n.tolist() == want["n"].tolist(), name
+            np.testing.assert_allclose(mean, want["mean"].to_numpy(), rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(p90, want["p90"].to_numpy(), rtol=1e-12, err_msg=name)
+
+
+def test_per_turn_of_nothing_served_is_none():
+    rec = pd.DataFrame({"status": ["failed"] * 4, "turn": [1, 1, 2, 2], "ttft_ms": [1.0, 2.0, 3.0, 4.0]})
+    assert specs._per_turn(rec, "ttft_ms") is None
+    rec["status"] = "ok"
+    turns, mean, p90, n = specs._per_turn(rec, "ttft_ms")
+    assert turns.size == 0 and mean.size == 0       # two requests a turn: below the three a point needs

@@ -10,7 +10,6 @@ from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -169,30 +168,54 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     return [t for t in ticks if lo / 1.5 <= t <= hi * 1.5]
 
 
+def _per_turn(records, metric: str, min_n: int = 3) -> tuple[np.ndarray, ...] | None:
+    """(turn, mean, p90, n) of ``metric`` over the served (``status == "ok"``) requests of each turn index
+    with at least ``min_n`` of them (None when nothing was served), as pandas' ``groupby("turn")`` mean /
+    quantile(0.9) / size give them (NaN left out of mean and p90, counted in n), with numpy: a tenth of the
+    time, on every slider move."""
+    ok = records["status"].to_numpy() == "ok"
+    if not ok.any():
+        return None
+    turns = records["turn"].to_numpy()[ok]
+    vals = records[metric].to_numpy(dtype=float)[ok]
+    order = np.lexsort((vals, turns))           # by turn, then value; NaN last within its turn
+    turns, vals = turns[order], vals[order]
+    keys, starts, counts = np.unique(turns, return_index=True, return_counts=True)
+    nan = np.isnan(vals)
+    finite = counts - np.add.reduceat(nan, starts).astype(int)      # reduceat: from one start to the next
+    sums = np.add.reduceat(np.where(nan, 0.0, vals), starts)
+    keep = counts >= min_n
+    keys, starts, counts, finite, sums = keys[keep], starts[keep], counts[keep], finite[keep], sums[keep]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(finite > 0, sums / finite, np.nan)
+    rank = 0.9 * np.maximum(finite - 1, 0)      # numpy's default ("linear") quantile between two ranks
+    below = np.floor(rank).astype(int)
+    above = np.minimum(below + 1, np.maximum(finite - 1, 0))
+    lo_v, hi_v = vals[starts + below], vals[starts + above]
+    p90 = np.where(finite > 0, lo_v + (hi_v - lo_v) * (rank - below), np.nan)
+    return keys, mean, p90, counts
+
+
 def by_turn_spec(results: Mapping[str, dict], scenarios: Mapping[str, Scenario], metric: str = "ttft_ms",
                  title: str = "TTFT") -> dict:
     """Mean (solid) and p90 (dotted) of ``metric`` per turn index, one colour per system."""
     data = []
     lo, hi = math.inf, 0.0
     for name, r in results.items():
-        rec = r["records"]
-        ok = rec[rec["status"] == "ok"]
-        if ok.empty:
+        stats = _per_turn(r["records"], metric)
+        if stats is None:
             continue
-        g = ok.groupby("turn")[metric]
-        stats = pd.DataFrame({"mean": g.mean(), "p90": g.quantile(0.9), "n": g.size()})
-        stats = stats[stats["n"] >= 3]
-        pos = stats[["mean", "p90"]].to_numpy().ravel()
+        turns, mean, p90, n = stats
+        pos = np.concatenate([mean, p90])
         pos = pos[np.isfinite(pos) & (pos > 0)]
         if pos.size:
             lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
         color = SYSTEM_COLORS.get(name)
-        turns = stats.index.to_numpy()
-        data.append({"type": "scatter", "x": turns, "y": stats["mean"].to_numpy(), "mode": "lines+markers",
+        data.append({"type": "scatter", "x": turns, "y": mean, "mode": "lines+markers",
                      "name": f"{_system_name(name, scenarios)} mean", "line": _line(color),
-                     "customdata": stats["n"].to_numpy(), "legendgroup": name,
+                     "customdata": n, "legendgroup": name,
                      "hovertemplate": "turn %{x}: %{y:.1f} ms (n=%{customdata})<extra>" + name + "</extra>"})
-        data.append({"type": "scatter", "x": turns, "y": stats["p90"].to_numpy(), "mode": "lines",
+        data.append({"type": "scatter", "x": turns, "y": p90, "mode": "lines",
                      "name": f"{name} p90", "line": _line(color, dash="dot"), "legendgroup": name,
                      "hovertemplate": "turn %{x}: p90 %{y:.1f} ms<extra>" + name + "</extra>"})
     yaxis = {**_axis_title(f"{title} (ms, log scale)"), "type": "log"}
