@@ -49,3 +49,60 @@ def test_explore_charts_fit_their_margins(st_server, browser, width, height):
         assert not pushed(rows), pushed(rows)
     finally:
         ctx.close()
+
+
+#: Draw a figure as Streamlit's chart element does on mount, then hand Plotly a JSON copy of it as the
+#: element's effect does (``Plotly.react``); true when Plotly kept its computed data (no second calc and draw).
+REDRAW_JS = """
+async (fig) => {
+  const gd = document.createElement('div');
+  gd.style.width = '640px';
+  document.body.appendChild(gd);
+  await Plotly.newPlot(gd, fig.data, fig.layout, {displaylogo: false});
+  const before = gd.calcdata;
+  const copy = JSON.parse(JSON.stringify({data: gd.data, layout: gd.layout}));
+  await Plotly.react(gd, copy.data, copy.layout, {displaylogo: false});
+  const kept = gd.calcdata === before;
+  Plotly.purge(gd); gd.remove();
+  return kept;
+}
+"""
+
+
+def test_a_shown_chart_is_not_computed_again_by_the_mount_effect(browser):
+    """``specs.shown_figure``: Plotly's second pass over a mounted chart finds nothing new, so it neither
+    recomputes nor redraws it; the plain figure of the same spec (numpy arrays, default template) is computed
+    again, which shows the check can fail."""
+    import json
+    from pathlib import Path
+
+    import plotly
+    import plotly.io as pio
+    import plotly.tools as ptools
+
+    import ppd_core
+    from ppd_core.config.scenario import Scenario
+    from ui import specs
+
+    sc = Scenario(conversations=60)
+    scs = dict(ppd_core.baselines(sc))
+    results = {n: {"summary": (r := ppd_core.run(s)).summary, "records": r.records} for n, s in scs.items()}
+    summaries = {n: r["summary"] for n, r in results.items()}
+    figs = {"systems": specs.systems_spec(summaries, {n: s.layout for n, s in scs.items()}, sc.slo_ttft_ms,
+                                          sc.slo_tpot_ms),
+            "ttft_cdf": specs.cdf_spec(results, scs, "ttft_ms", "TTFT", turn1=False),
+            "tpot_cdf": specs.cdf_spec(results, scs, "tpot_ms", "TPOT", log_x=False),
+            "ttft_by_turn": specs.by_turn_spec(results, scs)}
+
+    def sent(fig):          # what st.plotly_chart puts on the wire for a figure
+        return json.loads(pio.to_json(ptools.return_figure_from_figure_or_data(fig, True), validate=False))
+
+    page = browser.new_page()
+    try:
+        page.set_content("<html><body></body></html>")
+        page.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+        for name, spec in figs.items():
+            assert page.evaluate(REDRAW_JS, sent(specs.shown_figure(spec))), name
+            assert not page.evaluate(REDRAW_JS, sent(specs.spec_figure(specs.readable_spec(spec)))), name
+    finally:
+        page.close()

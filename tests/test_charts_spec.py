@@ -147,3 +147,32 @@ def test_per_turn_of_nothing_served_is_none():
     rec["status"] = "ok"
     turns, mean, p90, n = specs._per_turn(rec, "ttft_ms")
     assert turns.size == 0 and mean.size == 0       # two requests a turn: below the three a point needs
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_shown_figure_is_the_styled_spec_as_lists_without_a_template(runs, present):
+    """What the browser gets: the same numbers and style as ``readable_spec``, arrays as lists, a fixed data
+    revision and no template (``specs.shown_figure`` says why)."""
+    for name, spec in _specs(*runs).items():
+        shown = _json(specs.shown_figure(spec, present))
+        styled = _json(specs.spec_figure(specs.readable_spec(spec, present)))
+        assert shown["layout"].pop("template", None) is None and shown["layout"].pop("datarevision") == 1, name
+        styled["layout"].pop("template", None)
+        for t in shown["data"]:
+            assert not any(isinstance(v, dict) and "bdata" in v for v in t.values()), name
+        decoded = json.loads(pio.to_json(specs.spec_figure(specs.readable_spec(spec, present)), validate=False,
+                                         engine="json"))   # base64 arrays as plain numbers, to compare
+        assert shown["data"] == _plain(decoded["data"]), name
+        assert shown["layout"] == styled["layout"], name
+
+
+def _plain(obj):
+    """Base64 typed arrays of a Plotly JSON (``{"dtype", "bdata"}``) as lists of numbers."""
+    import base64
+    if isinstance(obj, dict):
+        if set(obj) >= {"dtype", "bdata"}:
+            return np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"])).tolist()
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    return obj

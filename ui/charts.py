@@ -14,7 +14,7 @@ from ppd_core.config.scenario import Scenario
 
 from .exports import png_bytes
 from .specs import (HOUSE_LAYOUT, HOUSE_XAXIS, HOUSE_YAXIS, SYSTEM_COLORS, SYSTEMS, _log_ticks,  # noqa: F401
-                    by_turn_spec, cdf_spec, readable_spec, spec_figure, systems_spec)
+                    by_turn_spec, cdf_spec, readable_spec, shown_figure, spec_figure, systems_spec)
 
 KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
                                 "mixed": "#ff7f0e", "append": "#2ca02c"})    # as ui.timeline.PHASES
@@ -207,7 +207,7 @@ def chart(fig: go.Figure | Mapping, key: str, caption: str | None = None, filena
     styled as plain dicts: no Plotly validation on the slider path)."""
     present = bool(st.session_state.get("_present"))
     if isinstance(fig, Mapping):
-        fig = spec_figure(readable_spec(fig, present))
+        fig = shown_figure(fig, present)
     else:
         readable(fig, present)
     st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)   # styled by readable*
