@@ -33,19 +33,20 @@ def test_pushed_check_can_fail():
         ["a", [50, 10, 60, 130], [54, 10, 60, 170]]]
 
 
+@pytest.mark.parametrize("query,charts", [("", 4), ("?present=1", 3)], ids=["explore", "classroom"])
 @pytest.mark.parametrize("width,height", [(1400, 1000), (1280, 720)])
-def test_explore_charts_fit_their_margins(st_server, browser, width, height):
+def test_explore_charts_fit_their_margins(st_server, browser, width, height, query, charts):
     ctx = browser.new_context(viewport={"width": width, "height": height})
     page = ctx.new_page()
     page.set_default_timeout(30_000)
     try:
-        page.goto(f"{st_server}/")
+        page.goto(f"{st_server}/{query}")
         settle(page)
-        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4",
-                               timeout=180_000)
+        page.wait_for_function("n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n",
+                               arg=charts, timeout=180_000)
         page.wait_for_timeout(800)
         rows = page.evaluate(MARGINS_JS)
-        assert len(rows) >= 4, rows
+        assert len(rows) >= charts, rows
         assert not pushed(rows), pushed(rows)
     finally:
         ctx.close()

@@ -305,9 +305,18 @@ def explore_specs(sc: Scenario, present: bool, _results: Mapping[str, dict],
     link, a page visited again) reuses them; a new slider value builds them in ~3 ms."""
     summaries = {name: r["summary"] for name, r in _results.items()}
     layouts = {name: s.layout for name, s in _scenarios.items()}
-    return {
+    figs = {
         "systems": systems_spec(summaries, layouts, sc.slo_ttft_ms, sc.slo_tpot_ms, height=560 if present else 290),
         "ttft_cdf": cdf_spec(_results, _scenarios, "ttft_ms", "TTFT", turn1=False),
         "tpot_cdf": cdf_spec(_results, _scenarios, "tpot_ms", "TPOT", log_x=False),
         "ttft_by_turn": {} if present else by_turn_spec(_results, _scenarios, "ttft_ms", "TTFT"),
     }
+    if present:                 # classroom mode's larger text, the charts one under another at full width
+        for key, margin in CLASSROOM_MARGINS.items():
+            figs[key]["layout"]["margin"] = {**figs[key]["layout"]["margin"], **margin}
+    return figs
+
+
+#: Classroom mode (``present=1``: 18 px text, every chart at full width): the margins its tick labels and
+#: legends take, so that no chart is pushed by ``automargin`` and drawn twice (``tests/test_browser_charts.py``).
+CLASSROOM_MARGINS = MappingProxyType({"systems": {"b": 64}, "ttft_cdf": {"l": 72, "b": 148}, "tpot_cdf": {"l": 72}})
