@@ -83,7 +83,7 @@ def test_a_shown_chart_is_not_computed_again_by_the_mount_effect(browser):
 
     import ppd_core
     from ppd_core.config.scenario import Scenario
-    from ui import specs
+    from ui import charts, specs
 
     sc = Scenario(conversations=60)
     scs = dict(ppd_core.baselines(sc))
@@ -105,5 +105,17 @@ def test_a_shown_chart_is_not_computed_again_by_the_mount_effect(browser):
         for name, spec in figs.items():
             assert page.evaluate(REDRAW_JS, sent(specs.shown_figure(spec))), name
             assert not page.evaluate(REDRAW_JS, sent(specs.spec_figure(specs.readable_spec(spec)))), name
+        band = charts.band_figure(sweep_frame(), "qps", "ttft_ms", "Turn 2+ TTFT vs QPS", "QPS (conv/s)")
+        charts.readable(band)                   # a validated figure of the other pages, as charts.chart shows it
+        assert page.evaluate(REDRAW_JS, sent(specs.browser_form(band.to_dict())))
+        assert not page.evaluate(REDRAW_JS, sent(band))
     finally:
         page.close()
+
+
+def sweep_frame():
+    """A small Sweep-page frame (``charts.band_figure``'s input): p10/p50/p90 per system and QPS."""
+    import pandas as pd
+    rows = [{"system": name, "qps": q, "ttft_ms_p10": k * q, "ttft_ms_p50": 2 * k * q, "ttft_ms_p90": 3 * k * q}
+            for k, name in enumerate(("PPD", "PD", "Replica"), start=1) for q in (1.0, 2.0, 4.0)]
+    return pd.DataFrame(rows)

@@ -157,6 +157,7 @@ def test_shown_figure_is_the_styled_spec_as_lists_without_a_template(runs, prese
         shown = _json(specs.shown_figure(spec, present))
         styled = _json(specs.spec_figure(specs.readable_spec(spec, present)))
         assert shown["layout"].pop("template", None) is None and shown["layout"].pop("datarevision") == 1, name
+        assert tuple(shown["layout"].pop("colorway")) == tuple(pio.templates["plotly"].layout.colorway), name
         styled["layout"].pop("template", None)
         for t in shown["data"]:
             assert not any(isinstance(v, dict) and "bdata" in v for v in t.values()), name
@@ -171,8 +172,28 @@ def _plain(obj):
     import base64
     if isinstance(obj, dict):
         if set(obj) >= {"dtype", "bdata"}:
-            return np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"])).tolist()
+            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+            if obj.get("shape"):
+                arr = arr.reshape([int(n) for n in obj["shape"].split(",")])
+            return arr.tolist()
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_plain(v) for v in obj]
     return obj
+
+
+def test_a_graph_objects_figure_in_browser_form_keeps_its_numbers_and_look():
+    """``specs.browser_form`` of a validated figure (the pages' ``go.Figure`` charts): the same traces and
+    layout, 2-D custom data included, with the template's colours kept as ``colorway``."""
+    fig = go.Figure(go.Scatter(x=np.array([1.5, 2.5, 4.0]), y=np.array([3, 1, 2]), mode="markers",
+                               customdata=np.stack([np.arange(3), np.arange(3) * 10], axis=-1)))
+    fig.add_trace(go.Bar(x=["a", "b"], y=np.array([0.25, 0.5])))
+    charts.readable(fig)
+    want = _plain(_json(fig))
+    shown = _json(specs.browser_form(fig.to_dict()))
+    assert shown["data"] == want["data"]
+    assert shown["data"][0]["customdata"] == [[0, 0], [1, 10], [2, 20]]
+    assert shown["layout"].pop("template", None) is None and shown["layout"].pop("datarevision") == 1
+    assert tuple(shown["layout"].pop("colorway")) == specs.COLORWAY
+    want["layout"].pop("template")
+    assert shown["layout"] == want["layout"]

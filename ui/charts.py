@@ -14,7 +14,8 @@ from ppd_core.config.scenario import Scenario
 
 from .exports import png_bytes
 from .specs import (HOUSE_LAYOUT, HOUSE_XAXIS, HOUSE_YAXIS, SYSTEM_COLORS, SYSTEMS, _log_ticks,  # noqa: F401
-                    by_turn_spec, cdf_spec, readable_spec, shown_figure, spec_figure, systems_spec)
+                    browser_form, by_turn_spec, cdf_spec, readable_spec, shown_figure, spec_figure,
+                    systems_spec)
 
 KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
                                 "mixed": "#ff7f0e", "append": "#2ca02c"})    # as ui.timeline.PHASES
@@ -209,7 +210,7 @@ def chart(fig: go.Figure | Mapping, key: str, caption: str | None = None, filena
     if isinstance(fig, Mapping):
         fig = shown_figure(fig, present)
     else:
-        readable(fig, present)
+        fig = browser_form(readable(fig, present).to_dict())
     st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)   # styled by readable*
     if caption and not present:
         st.caption(caption)

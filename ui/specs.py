@@ -5,6 +5,7 @@ gave, built without Plotly's per-property validation (7-40 ms per figure and sli
 ``tests/test_charts_spec.py`` has Plotly validate every spec and compares the styling with Plotly's own."""
 from __future__ import annotations
 
+import base64
 import math
 from types import MappingProxyType
 from typing import Mapping
@@ -29,21 +30,53 @@ def spec_figure(spec: Mapping) -> go.Figure:
 
 def shown_figure(spec: Mapping, present: bool = False) -> go.Figure:
     """The figure ``charts.chart`` sends to the browser for a spec: ``readable_spec``'s house style, built
-    without validation (``spec_figure``), in the one form Streamlit's chart element draws once per mount.
+    without validation (``spec_figure``), in the form Streamlit's chart element draws once (``browser_form``)."""
+    shown = readable_spec(spec, present)
+    return browser_form({"data": shown["data"], "layout": shown["layout"]})
+
+
+def browser_form(fig: Mapping) -> go.Figure:
+    """A styled figure (a dict of data and layout, or ``Figure.to_dict()``) in the one form that Streamlit's
+    chart element draws once per mount.
 
     That element draws a new figure (``Plotly.newPlot``) and then, from an effect, hands Plotly a JSON copy of
     it again (``Plotly.react``). Plotly skips that second pass only when nothing in the copy is new to it: data
     arrays as plain lists (numpy arrays travel base64-encoded and are decoded again each pass), a fixed
     ``layout.datarevision`` (data arrays are then not compared by identity) and no template object (a copied
-    template counts as changed and replots everything). Without these, every chart of a slider move was drawn
-    twice (about 50 ms of the browser's 2-core time per Explore move). The house style sets what the dashboard
-    wanted from Plotly's default template, and every trace names its colour."""
-    shown = readable_spec(spec, present)
-    shown["data"] = [{k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in t.items()} for t in shown["data"]]
-    shown["layout"]["datarevision"] = 1         # one figure per mount: its data never changes in place
-    fig = spec_figure(shown)
-    fig.layout.template = None
-    return fig
+    template counts as changed and replots everything). Without these every chart was drawn twice: about 50 ms
+    of the browser's 2-core time per Explore slider move. What the dashboard took from Plotly's default
+    template is set instead: the house style (``HOUSE_LAYOUT``) and the template's colour sequence
+    (``COLORWAY``, for traces that do not name a colour)."""
+    data = [{k: _plain(v) for k, v in t.items()} for t in fig["data"]]
+    layout = {k: v for k, v in fig["layout"].items() if k != "template"}
+    layout.setdefault("colorway", list(COLORWAY))
+    layout["datarevision"] = 1          # one figure per mount: its data never changes in place
+    shown = spec_figure({"data": data, "layout": layout})
+    shown.layout.template = None
+    return shown
+
+
+#: Plotly's default template's colour sequence (``plotly.io.templates["plotly"].layout.colorway``), which the
+#: figures without a template keep.
+COLORWAY = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880", "#FF97FF",
+            "#FECB52")
+
+
+def _plain(value):
+    """``value`` with numpy arrays and Plotly's base64 typed arrays (``{"dtype", "bdata"[, "shape"]}``, what
+    ``Figure.to_dict`` makes of numpy arrays) as lists; other values as they are."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping) and "bdata" in value and "dtype" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if value.get("shape"):
+            arr = arr.reshape([int(n) for n in str(value["shape"]).split(",")])
+        return arr.tolist()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _line(color: str | None, **kw) -> dict:
