@@ -8,7 +8,10 @@ re-run), and times each step from the keypress to two moments:
 * charts (the figure that counts): the run has finished, no element is stale and every Plotly chart has
   redrawn.
 
-Prints every step, then the median and p90 of both. ``--trace`` also prints where each step's time went:
+Prints every step, then the median and p90 of both. ``--cpu`` also prints, per step and as medians, the CPU
+time each kind of process spent from the keypress to the charts (Linux ``/proc``: Chromium's renderer, the
+rest of Chromium, the Streamlit server, its simulation workers), which shows what the two cores were busy
+with while a move waited. ``--trace`` also prints where each step's time went:
 when the browser sent the move, received the first and the last websocket message of the rerun (the server's
 share), how many messages that was (a rerun of the whole page sends every element again), and the browser's
 long tasks (mostly React and Plotly drawing) - all in the page's own clock.
@@ -90,6 +93,41 @@ MARK_JS = """
 """
 
 
+#: ``--cpu``: process kinds, told apart by their command lines (run the benchmark on an otherwise idle machine:
+#: another Streamlit server or process pool would be counted too).
+CPU_KINDS = ("renderer", "chromium", "server", "workers")
+
+
+def _cpu_kind(cmd: str) -> str | None:
+    if "forkserver" in cmd or "multiprocessing" in cmd:
+        return "workers"
+    if "streamlit run" in cmd or "streamlit.web" in cmd:
+        return "server"
+    if "chrom" in cmd.lower():
+        return "renderer" if "--type=renderer" in cmd else "chromium"
+    return None
+
+
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the live processes of each kind in ``CPU_KINDS``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = dict.fromkeys(CPU_KINDS, 0.0)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline") as f:
+                cmd = f.read().replace("\0", " ")
+        except OSError:                 # the process ended meanwhile
+            continue
+        kind = _cpu_kind(cmd)
+        if kind:
+            out[kind] += (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def percentile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     k = (len(xs) - 1) * q
@@ -116,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", default=None, help="use a running server instead of starting one")
     ap.add_argument("--screenshot", default=None, help="save a screenshot of the final state here")
     ap.add_argument("--trace", action="store_true", help="print where each step's time went (see above)")
+    ap.add_argument("--cpu", action="store_true", help="print the CPU time of each kind of process per step "
+                                                       "(Linux only; see above)")
     args = ap.parse_args(argv)
+    if args.cpu and not os.path.isdir("/proc/self"):
+        ap.error("--cpu: needs Linux's /proc, which this machine does not have")
 
     from playwright.sync_api import expect, sync_playwright
     expect.set_options(timeout=120_000)
@@ -128,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         proc, url = start_server(ROOT / "artifacts" / "bench-server.log")
     times: list[float] = []
     numbers: list[float] = []
+    cpu: list[dict[str, float]] = []
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -149,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.trace:
                     page.evaluate(TRACE_JS)
                     t_page = page.evaluate("() => Date.now()")
+                c0 = cpu_by_kind() if args.cpu else {}
                 t = time.perf_counter()
                 page.keyboard.press("ArrowRight")
                 expect(thumb).not_to_have_value(str(before).removesuffix(".0"))
@@ -161,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(dt)
                 print(f"step {i + 1:2d}: {args.slider} {before:g} -> {want}: numbers {numbers[-1] * 1e3:5.0f} ms, "
                       f"charts {dt * 1e3:5.0f} ms")
+                if args.cpu:
+                    c1 = cpu_by_kind()
+                    cpu.append({k: c1[k] - c0[k] for k in CPU_KINDS})
+                    print("         CPU ms: " + ", ".join(f"{k} {cpu[-1][k] * 1e3:.0f}" for k in CPU_KINDS))
                 if args.trace:
                     print("         " + trace_line(page.evaluate(TRACE_JS), t_page))
             if args.screenshot:
@@ -178,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
           f"p90 {percentile(numbers, 0.9) * 1e3:.0f} ms")
     print(f"  keypress -> charts updated:  median {statistics.median(times) * 1e3:.0f} ms, "
           f"p90 {percentile(times, 0.9) * 1e3:.0f} ms, min {min(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms")
+    if cpu:
+        print("  CPU per move, keypress -> charts (median ms; /proc counts in 10 ms ticks): " + ", ".join(
+            f"{k} {statistics.median(c[k] for c in cpu) * 1e3:.0f}" for k in CPU_KINDS))
     return 0
 
 
