@@ -88,12 +88,7 @@ def test_a_shown_chart_is_not_computed_again_by_the_mount_effect(browser):
     sc = Scenario(conversations=60)
     scs = dict(ppd_core.baselines(sc))
     results = {n: {"summary": (r := ppd_core.run(s)).summary, "records": r.records} for n, s in scs.items()}
-    summaries = {n: r["summary"] for n, r in results.items()}
-    figs = {"systems": specs.systems_spec(summaries, {n: s.layout for n, s in scs.items()}, sc.slo_ttft_ms,
-                                          sc.slo_tpot_ms),
-            "ttft_cdf": specs.cdf_spec(results, scs, "ttft_ms", "TTFT", turn1=False),
-            "tpot_cdf": specs.cdf_spec(results, scs, "tpot_ms", "TPOT", log_x=False),
-            "ttft_by_turn": specs.by_turn_spec(results, scs)}
+    figs = specs.explore_specs(sc, False, results, scs)
 
     def sent(fig):          # what st.plotly_chart puts on the wire for a figure
         return json.loads(pio.to_json(ptools.return_figure_from_figure_or_data(fig, True), validate=False))

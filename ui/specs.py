@@ -31,8 +31,7 @@ def spec_figure(spec: Mapping) -> go.Figure:
 def shown_figure(spec: Mapping, present: bool = False) -> go.Figure:
     """The figure ``charts.chart`` sends to the browser for a spec: ``readable_spec``'s house style, built
     without validation (``spec_figure``), in the form Streamlit's chart element draws once (``browser_form``)."""
-    shown = readable_spec(spec, present)
-    return browser_form({"data": shown["data"], "layout": shown["layout"]})
+    return browser_form(readable_spec(spec, present))
 
 
 def browser_form(fig: Mapping) -> go.Figure:
