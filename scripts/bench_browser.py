@@ -85,6 +85,9 @@ TRACE_INIT_JS = """
 TRACE_JS = """
 () => { const out = {ws: window.__ws, lt: window.__lt}; window.__ws = []; window.__lt = []; return out; }
 """
+#: the first page load has drawn: the charts are on the page and nothing is stale
+FIRST_DRAW_JS = ("() => document.querySelectorAll('.js-plotly-plot').length >= 3 && "
+                 "!document.querySelector('[data-stale=\"true\"]')")
 MARK_JS = """
 () => {
   window.__benchStamp = Math.random();
@@ -181,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             page.goto(f"{url}/?{args.url_query}")
             expect(page.get_by_test_id("stMetric").first).to_be_visible()
-            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3 && "
-                                   "!document.querySelector('[data-stale=\"true\"]')")
+            page.wait_for_function(FIRST_DRAW_JS)
             print(f"first load (cold server, cold cache): {time.perf_counter() - t0:.2f} s")
             thumb = page.get_by_test_id("stSlider").filter(has_text=SLIDERS[args.slider]).get_by_role("slider")
             for i in range(args.steps):

@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from bench_browser import DONE_JS, FIRST_DRAW_JS, MARK_JS, SLIDERS  # noqa: E402
 from conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server  # noqa: E402
 
-SLIDER = "conversation arrival rate"
 # Every websocket message marks the page's clock with its payload (base64), so the trace orders them with the
 # profiler's samples; the payloads are kept in window.__msgs by the same index.
 INIT_JS = """
@@ -54,8 +54,6 @@ INIT_JS = """
   Object.assign(window.WebSocket, Orig);
 })();
 """
-READY_JS = ("() => document.querySelectorAll('.js-plotly-plot').length >= 3 && "
-            "!document.querySelector('[data-stale=\"true\"]')")
 CATEGORIES = "devtools.timeline,blink.user_timing,disabled-by-default-v8.cpu_profiler"
 
 
@@ -86,8 +84,8 @@ def record(url: str, steps: int) -> tuple[list[dict], list[str]]:
         page.add_init_script(INIT_JS)
         page.goto(url + "/")
         expect(page.get_by_test_id("stMetric").first).to_be_visible(timeout=120_000)
-        page.wait_for_function(READY_JS, timeout=120_000)
-        thumb = page.get_by_test_id("stSlider").filter(has_text=SLIDER).get_by_role("slider")
+        page.wait_for_function(FIRST_DRAW_JS, timeout=120_000)
+        thumb = page.get_by_test_id("stSlider").filter(has_text=SLIDERS["qps"]).get_by_role("slider")
         cdp = page.context.new_cdp_session(page)
         events: list[dict] = []
         finished: list[bool] = []
@@ -95,12 +93,17 @@ def record(url: str, steps: int) -> tuple[list[dict], list[str]]:
         cdp.on("Tracing.tracingComplete", lambda e: finished.append(True))
         cdp.send("Tracing.start", {"categories": CATEGORIES, "transferMode": "ReportEvents"})
         for _ in range(steps):
-            time.sleep(1.0)                     # the previous move has settled (charts drawn)
+            time.sleep(1.0)                     # an idle page between moves, as a user's
+            before = thumb.input_value()
+            page.evaluate(MARK_JS)
             thumb.focus()
             page.evaluate("() => performance.mark('ppd-key')")
             page.keyboard.press("ArrowRight")
-            page.wait_for_function(READY_JS, timeout=120_000)
-            time.sleep(0.3)
+            expect(thumb).not_to_have_value(before, timeout=120_000)
+            want = thumb.input_value().removesuffix(".0")
+            # bench_browser's "charts" moment: the link names the new value and every chart has redrawn
+            page.wait_for_function(DONE_JS, arg=["qps", want], timeout=120_000)
+            time.sleep(0.3)                     # the run's last messages (sidebar links, script_finished)
         msgs = page.evaluate("() => window.__msgs")
         cdp.send("Tracing.end")
         deadline = time.monotonic() + 60
