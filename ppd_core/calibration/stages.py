@@ -104,6 +104,8 @@ OVERHEADS = Stage("overheads", (
 NATURAL = Stage("natural_text", (
     FitParam("retok_hit", 0.0, 1.0, _SHARE + "; 1 means natural text re-tokenises exactly, so every cached "
                                     "answer token hits"),
+    FitParam("api_us_per_token_natural", 0.0, 40.0, _COST + "; tokenising chat text (words in the BPE vocabulary, "
+                                                    "one real token per nominal one: model/tokenize.py)"),
 ), "natural_ttft", max_nfev=15, scan=True)
 # load and overheads share eta_compute and each moves the other's targets: after one pass of each (which
 # puts every parameter near its basin), one joint stage fits all of them on both target sets. Fitting them

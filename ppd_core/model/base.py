@@ -14,6 +14,7 @@ from .checks import PhysicsInputError
 from .dense import PerfModel
 from .moe import MoEPerfModel
 from .params import PerfParams, default_params
+from .tokenize import is_natural_text
 
 
 class LatencyModel(Protocol):
@@ -37,7 +38,8 @@ class LatencyModel(Protocol):
     def retok(self, workload: str) -> float: ...
 
 
-LatencyModelFactory = Callable[..., LatencyModel]   # (gpu, model, tp, params, gpu_mem_util, shared_prefix)
+LatencyModelFactory = Callable[..., LatencyModel]   # (gpu, model, tp, params, gpu_mem_util, shared_prefix,
+                                                    #  natural_text)
 
 LATENCY_MODELS: Mapping[str, LatencyModelFactory] = MappingProxyType({"dense": PerfModel, "moe": MoEPerfModel})
 
@@ -48,14 +50,15 @@ def kind_for(model: Model) -> str:
 
 
 def build(gpu: str, model: str, tp: int, gpu_mem_util: float, params: PerfParams | None = None,
-          kind: str | None = None, shared_prefix: int = 0) -> LatencyModel:
+          kind: str | None = None, shared_prefix: int = 0, natural_text: bool = False) -> LatencyModel:
     m = models()[model]
     kind = kind_for(m) if kind is None else kind
     if kind not in LATENCY_MODELS:
         raise PhysicsInputError(f"latency model must be one of {', '.join(LATENCY_MODELS)}, got {kind!r}")
-    return LATENCY_MODELS[kind](gpus()[gpu], m, tp, params or default_params(), gpu_mem_util, shared_prefix)
+    return LATENCY_MODELS[kind](gpus()[gpu], m, tp, params or default_params(), gpu_mem_util, shared_prefix,
+                                natural_text)
 
 
 def for_scenario(sc, params: PerfParams | None = None) -> LatencyModel:
     return build(sc.gpu, sc.model, sc.tp_degree, sc.gpu_mem_util, params,
-                 shared_prefix=sc.shared_prefix_tokens)
+                 shared_prefix=sc.shared_prefix_tokens, natural_text=is_natural_text(sc.workload))

@@ -23,7 +23,8 @@ with ``new`` tokens attending over ``cached`` earlier tokens, plus ``B`` decode 
 * TP all-reduce: per layer 2 x (alpha + 2 (n-1)/n x T x hidden x 2 B / busbw) (``tp.py``).
 
 Per-request costs outside the GPU (calibrated on the measured H100 data, see README "Fidelity"):
-``api_ms`` + ``api_us_per_token`` x prompt per HTTP hop (proxy, API server, tokenising the whole prompt),
+``api_ms`` + ``api_us_per_token`` x prompt per HTTP hop (proxy, API server, tokenising the whole prompt;
+``api_us_per_token_natural`` for natural chat text, ``natural_text``: see ``tokenize.py``),
 ``pd_handoff_ms`` + ``pd_us_per_token`` x prompt x (KV bytes/token ratio to Llama-3.1-8B) on the PD path, and
 ``p_send_ms`` x (layers ratio) of P engine time per PD request (``pdpath.py``).
 """
@@ -32,11 +33,11 @@ from __future__ import annotations
 import math
 
 from ..config.catalog import GPU, Model
-from ..config.workload_catalog import SYNTHETIC
 from .cascade import BLOCK_TOKENS, cascade_used
 from .checks import num
 from .params import PerfParams
 from .pdpath import kv_ratio, layer_ratio
+from .tokenize import is_natural_text
 
 
 class PerfModel:
@@ -48,7 +49,7 @@ class PerfModel:
                  "_mix_s", "shared_prefix", "_pd_us_per_token", "_api_s", "_api_tok", "_api_seq", "_handoff_s")
 
     def __init__(self, gpu: GPU, model: Model, tp: int, params: PerfParams, gpu_mem_util: float = 0.85,
-                 shared_prefix: int = 0):
+                 shared_prefix: int = 0, natural_text: bool = False):
         tp = int(num("tp", tp, positive=True, integer=True))
         num("gpu_mem_util", gpu_mem_util, positive=True, hi=1.0)
         self.gpu, self.model, self.tp, self.p = gpu, model, tp, params
@@ -76,7 +77,8 @@ class PerfModel:
         self._pd_us_per_token = params.pd_us_per_token * kv_ratio(model)
         self._decode_memo: dict[int, float] = {}   # batch size -> decode step intercept (per model instance)
         # hop() / pd_handoff()'s constants, read once (the same products as computed per call before)
-        self._api_s, self._api_tok, self._api_seq = 1e-3 * params.api_ms, params.api_us_per_token, \
+        api_tok = params.api_us_per_token_natural if natural_text else params.api_us_per_token
+        self._api_s, self._api_tok, self._api_seq = 1e-3 * params.api_ms, api_tok, \
             params.api_us_per_seq
         self._handoff_s = 1e-3 * params.pd_handoff_ms
         free = (gpu.memory_gb * 1e9 * gpu_mem_util - params.activation_gb * 1e9) * tp - model.weight_bytes
@@ -145,7 +147,7 @@ class PerfModel:
     # ---- per-request overheads (seconds) -------------------------------------------------------------
     def retok(self, workload: str) -> float:
         """Share of the previous answer that hits the prefix cache on the next turn for this workload."""
-        return self.p.retok_hit_synthetic if workload in SYNTHETIC else self.p.retok_hit
+        return self.p.retok_hit if is_natural_text(workload) else self.p.retok_hit_synthetic
 
     def hop(self, prompt_tokens: int, active_seqs: int = 0) -> float:
         """One HTTP hop to a node running ``active_seqs`` sequences: proxy, API server, tokenising."""

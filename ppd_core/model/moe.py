@@ -47,10 +47,10 @@ class MoEPerfModel(PerfModel):
     __slots__ = ("_shared_mem_s", "_expert_mem_s", "_moe_fixed_s", "_stay")
 
     def __init__(self, gpu: GPU, model: Model, tp: int, params: PerfParams, gpu_mem_util: float = 0.85,
-                 shared_prefix: int = 0):
+                 shared_prefix: int = 0, natural_text: bool = False):
         if not model.is_moe:
             raise PhysicsInputError(f"model {model.name} has no experts: use the dense latency model")
-        super().__init__(gpu, model, tp, params, gpu_mem_util, shared_prefix)
+        super().__init__(gpu, model, tp, params, gpu_mem_util, shared_prefix, natural_text)
         hbm = gpu.hbm_bps * self.tp * params.eta_weights
         self._shared_mem_s = model.shared_params_b * 1e9 * model.bytes_per_param / hbm
         self._expert_mem_s = model.expert_params * model.layers * model.bytes_per_param / hbm

@@ -32,7 +32,11 @@ class PerfParams:
     t_iter_ms: float = 1.8        # per-iteration fixed cost: scheduling, sampling, kernel launches
     t_seq_us: float = 60.0        # per sequence per iteration: sampling, detokenising, streaming the token
     api_ms: float = 20.0          # per HTTP hop: proxy + API server + first streamed chunk
-    api_us_per_token: float = 7.0  # per prompt token per hop: tokenising and hashing the whole prompt
+    api_us_per_token: float = 7.0  # per prompt token per hop: tokenising and hashing the whole prompt (the
+                                   # synthetic benchmarks' prompts: random letter strings mixed into the words)
+    api_us_per_token_natural: float = 7.0  # the same for natural chat text (ShareGPT, WildChat, imported traces):
+                                   # its words are in the BPE vocabulary, so a prompt token costs a lookup, not
+                                   # a merge loop, and a nominal token is one real token (model/tokenize.py)
     api_us_per_seq: float = 0.0   # per hop, per sequence already running on the target node: its API
                                   # server's event loop is busy streaming their tokens
     pd_handoff_ms: float = 55.0   # PD path extra: P's 1-token completion returns, second hop to D
@@ -66,6 +70,7 @@ class PerfParams:
 
 HARDWARE_SCALED = ("eta_weights", "eta_compute", "eta_attn", "eta_kv", "eta_share", "eta_allreduce")
 HOST_SOFTWARE = ("t_iter_ms", "t_seq_us", "t_mix_ms", "t_moe_layer_us", "api_ms", "api_us_per_token",
+                 "api_us_per_token_natural",
                  "api_us_per_seq", "pd_handoff_ms", "pd_us_per_token", "p_send_ms", "retok_hit",
                  "retok_hit_synthetic", "activation_gb", "kv_recv_blocks_decode")
 
