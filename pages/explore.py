@@ -63,7 +63,8 @@ def results(state: widgets.PageState) -> None:
         later(st, "systems", "explore_systems")
     else:
         later(st, "systems", "explore_systems",
-              "Bars: Turn 2+ mean; whiskers: p90; dashed: SLO thresholds (slo_ttft_ms, slo_tpot_ms).")
+              "Bars: Turn 2+ mean; black whiskers: p90; orange: expected simulator error of the mean (its class "
+              "above); dashed: SLO thresholds (slo_ttft_ms, slo_tpot_ms).")
         cards.system_cards(summaries, layouts)
         goodput_view.panel(sc, layouts)           # on a button: it takes several runs per system
         weights_view.panel(sc, results["PPD"]["records"])

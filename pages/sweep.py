@@ -2,6 +2,7 @@
 import streamlit as st
 
 from ppd_core.analysis.weights import w_tpot_range
+from ppd_core.metrics import fidelity
 from ui import cards, charts, exports, goodput_view, runner, sweeps, widgets
 from ui.controls import PRESENT
 
@@ -16,7 +17,8 @@ head.title("Sweeps")
 with link:
     st.code(url, language=None, wrap_lines=False)      # the copy button is at its right edge; full box below
 st.caption("The sidebar scenario is the base point; each sweep varies one key and runs PPD (this scenario), PD "
-           "(x = 0, same GPUs) and Replica (same GPU count). Lines are the p50 of Turn 2+ requests, bands p10–p90. "
+           "(x = 0, same GPUs) and Replica (same GPU count). Lines are the p50 of Turn 2+ requests, bands p10–p90, "
+           "dotted lines the expected simulator error of each system's class (the Validation page). "
            "Every point is cached per scenario, so revisiting is instant.")
 widgets.show_warnings(state.warnings)
 if state.infeasible:
@@ -24,6 +26,8 @@ if state.infeasible:
     st.stop()
 
 systems = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
+ttft_err, tpot_err = ({name: fidelity.for_scenario(s)["errors_pct"][m] for name, s in systems.items()}
+                      for m in ("turn2_ttft_p50", "turn2_tpot_mean"))
 runner.start_workers()      # the sweeps run their points side by side in the worker pool
 
 qps_df = runner.run_or_stop(lambda: sweeps.run_points(sweeps.system_points(systems, "qps", sweeps.QPS_GRID),
@@ -39,11 +43,11 @@ none = [n for n, v in (goodput_view.rates(good) or {}).items() if v <= 0]
 st.subheader("Against load (QPS)")
 left, right = st.columns(2)
 with left:
-    charts.chart(charts.band_figure(qps_df, "qps", "ttft_ms", "Turn 2+ TTFT vs QPS", "QPS (conv/s)", marks=marks),
-                 "sweep_qps_ttft", cards.defs("ttft", "turn2"))
+    charts.chart(charts.band_figure(qps_df, "qps", "ttft_ms", "Turn 2+ TTFT vs QPS", "QPS (conv/s)", marks=marks,
+                                    errors=ttft_err), "sweep_qps_ttft", cards.defs("ttft", "turn2"))
 with right:
-    charts.chart(charts.band_figure(qps_df, "qps", "tpot_ms", "Turn 2+ TPOT vs QPS", "QPS (conv/s)", marks=marks),
-                 "sweep_qps_tpot", cards.defs("tpot", "turn2"))
+    charts.chart(charts.band_figure(qps_df, "qps", "tpot_ms", "Turn 2+ TPOT vs QPS", "QPS (conv/s)", marks=marks,
+                                    errors=tpot_err), "sweep_qps_tpot", cards.defs("tpot", "turn2"))
 st.caption(f"Dashed verticals: each system's goodput, the highest conversation rate at which ≥ "
            f"{100 * goodput_view.ATTAIN:.0f} % of Turn 2+ requests meet both TTFT ≤ {ttft_slo:g} ms and TPOT ≤ "
            f"{tpot_slo:g} ms (searched over a fixed arrival window; the curves use {sc.conversations} "
@@ -54,10 +58,10 @@ st.subheader("Against KV-transfer bandwidth")
 left, right = st.columns(2)
 with left:
     charts.chart(charts.band_figure(bw_df, "bandwidth_gbps", "ttft_ms", "Turn 2+ TTFT vs bandwidth", "bandwidth (GB/s)",
-                          log_x=True), "sweep_bw_ttft", cards.defs("ttft", "turn2"))
+                                    log_x=True, errors=ttft_err), "sweep_bw_ttft", cards.defs("ttft", "turn2"))
 with right:
     charts.chart(charts.band_figure(bw_df, "bandwidth_gbps", "tpot_ms", "Turn 2+ TPOT vs bandwidth", "bandwidth (GB/s)",
-                          log_x=True), "sweep_bw_tpot", cards.defs("tpot", "turn2"))
+                                    log_x=True, errors=tpot_err), "sweep_bw_tpot", cards.defs("tpot", "turn2"))
 
 st.subheader("Weights frontier")
 front_base, note = sweeps.frontier_base(sc, systems)

@@ -68,6 +68,16 @@ n = summary["points"]
 st.caption(f"{n['simulated']:,} measured values compared, {n['not_simulated']:,} listed with a reason. "
            f"Simulator version {code_version()}.")
 
+st.header("Expected error by validation class")
+st.dataframe(V.class_table(), hide_index=True, width="stretch")
+st.caption("Every run on Explore and Sweep says which class its scenario falls into and draws that class's "
+           "expected error (orange whiskers, dotted lines). The figures are typical misses, not bounds: mean "
+           "|simulated − measured| / measured for TTFT and TPOT, the median for the ratio. An unseen layout's "
+           "comes from holding a whole family of layouts out of the fit (`calibrate --families`):")
+fam = V.family_table()
+if fam is not None:
+    st.dataframe(fam, hide_index=True, width="stretch")
+
 st.header("Simulated vs measured")
 cols = st.columns(3)
 for col, (key, label) in zip(cols, V.TARGETS):
@@ -87,7 +97,7 @@ with st.expander("Any metric"):
     sel = sim_ok[(sim_ok["metric"] == metric) & (sim_ok["turn"] == turn)]
     charts.chart(V.scatter_figure(sel, f"{V.METRIC_NAMES.get(metric, metric)}, {turn}"), "val_scatter_any")
 
-st.header("Error per layout")
+st.header("Error per layout (calibration set)")
 st.dataframe(V.mape_table(summary), hide_index=True, width="stretch")
 st.caption("MAPE = mean of |simulated − measured| / measured over the points (n). `validate.summarize`.")
 

@@ -109,7 +109,8 @@ def test_baselines_present_in_charts_and_table():
     for system in ("PPD (1P_1D_2pD)", "PD (1P_3D)", "Replica (4R)"):
         assert {f"{system} · Turn 1", f"{system} · Turn 2+", f"{system} mean"} <= names, names
     bars = _charts(at)[0]["data"]         # the compact chart of the three systems, first on the page
-    assert [t["type"] for t in bars] == ["bar", "bar"]
+    assert [t["type"] for t in bars] == ["bar", "scatter", "bar", "scatter"]   # each mean with its expected error
+    assert {t["name"] for t in bars if t["type"] == "scatter"} == {"expected simulator error"}
     assert bars[0]["x"] == ["PPD<br>1P_1D_2pD", "PD<br>1P_3D", "Replica<br>4R"]
     table = at.table[0].value
     assert list(table.columns) == ["PPD", "PD", "Replica"]

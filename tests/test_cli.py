@@ -45,7 +45,9 @@ def run_json(*args: str) -> dict:
 def test_run_json_prints_exactly_the_documented_keys():
     s = run_json("conversations=20", "layout=1P_2D_1pD")
     assert set(s) == {"scenario", "groups", "warnings", "slo_attainment", "success_rate", "throughput", "kv", "local_share",
-                      "slo_joint", "saturation", "preemptions", "sim", "extrapolated"}
+                      "slo_joint", "saturation", "preemptions", "sim", "extrapolated", "expected_error"}
+    assert set(s["expected_error"]) == {"class", "label", "errors_pct", "reasons", "source"}
+    assert s["expected_error"]["class"] == "unseen_layout"      # 1P_2D_1pD: a mixed layout the fit never read
     assert set(s["saturation"]) == {"saturated", "offered_qps", "served_qps", "resource", "busy", "evidence"}
     assert isinstance(s["preemptions"], int) and s["preemptions"] >= 0
     assert s["extrapolated"] == []          # H100-SXM + Llama-3.1-8B at tp 1: the measured pair

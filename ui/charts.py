@@ -40,14 +40,26 @@ def systems_figure(summaries: Mapping[str, dict], layouts: Mapping[str, str], sl
 
 
 def band_figure(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, log_x: bool = False,
-                marks: Mapping[str, float] | None = None) -> go.Figure:
+                marks: Mapping[str, float] | None = None, errors: Mapping[str, float] | None = None) -> go.Figure:
     """p50 line with a p10-p90 band (go.Scatter fill="tonexty") per system. ``df`` has columns
     system, ``x``, ``{metric}_p10/_p50/_p90``. ``marks``: {system: x} drawn as a dashed vertical line in the
-    system's colour, labelled "<system> goodput <x>" (the Sweep's load axis)."""
+    system's colour, labelled "<system> goodput <x>" (the Sweep's load axis). ``errors``: {system: expected
+    simulator error in %} drawn as dotted lines at p50 x (1 +- error), one legend entry for all."""
     fig = go.Figure()
+    shown_error = False
     for name in [s for s in SYSTEMS if s in set(df["system"])]:
         d = df[df["system"] == name].sort_values(x)
         color = SYSTEM_COLORS.get(name, "#444")
+        e = (errors or {}).get(name, 0.0)
+        if e > 0:
+            for sign in (1, -1):
+                fig.add_trace(go.Scatter(
+                    x=d[x], y=d[f"{metric}_p50"] * (1 + sign * e / 100), mode="lines",
+                    line=dict(color=color, width=1.2, dash="dot"), legendgroup="expected_error",
+                    name="expected simulator error (p50 ±)", showlegend=not shown_error,
+                    hovertemplate=f"{name}: p50 {'+' if sign > 0 else '−'}{e:.0f} % (expected simulator error)"
+                                  "<extra></extra>"))
+                shown_error = True
         rgba = _rgba(color, 0.18)
         fig.add_trace(go.Scatter(x=d[x], y=d[f"{metric}_p90"], mode="lines", line=dict(width=0),
                                  showlegend=False, legendgroup=name, hoverinfo="skip", name=f"{name} p90"))

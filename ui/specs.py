@@ -285,6 +285,19 @@ _SPACING = 0.14
 _PANEL = (1 - _SPACING) / 2
 
 
+ERROR_COLOR = "#e08a00"      # the expected-simulator-error whisker, apart from the systems' colours
+
+
+def _expected_error(summary: Mapping, metric: str) -> float:
+    """The expected error (%) of a Turn 2+ ``metric`` figure of this run (``summary["expected_error"]``), 0 if
+    the summary carries none."""
+    from ppd_core.metrics.fidelity import metric_for
+    e = summary.get("expected_error")
+    if not isinstance(e, Mapping):
+        return 0.0
+    return float(e["errors_pct"].get(metric_for(metric), 0.0))
+
+
 def systems_spec(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_ttft: tuple = (),
                  slo_tpot: tuple = (), height: int = 290) -> dict:
     """The three systems side by side: Turn 2+ TTFT and TPOT (bar = mean, whisker = p90) with the SLO
@@ -309,7 +322,18 @@ def systems_spec(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_
             "error_y": {"type": "data", "symmetric": False, "array": [max(b - a, 0.0) for a, b in zip(mean, p90)],
                         "arrayminus": [0.0] * len(mean), "color": "#444", "thickness": 1.2},
             "hovertemplate": "%{x}: mean %{y:.1f} ms<extra></extra>", "xaxis": xa, "yaxis": ya})
-        top = max(p90 + [1e-9]) * 1.18
+        err = [_expected_error(summaries[n], metric) for n in names]
+        if any(e > 0 for e in err):
+            data.append({
+                "type": "scatter", "mode": "markers", "x": labels, "y": mean, "name": "expected simulator error",
+                "legendgroup": "expected_error", "showlegend": col == 1,
+                "marker": {"color": ERROR_COLOR, "size": 7, "symbol": "line-ew-open", "line": {"width": 2}},
+                "error_y": {"type": "data", "symmetric": True, "array": [m * e / 100 for m, e in zip(mean, err)],
+                            "color": ERROR_COLOR, "thickness": 2.4, "width": 10},
+                "customdata": err,
+                "hovertemplate": "%{x}: expected simulator error ±%{customdata:.0f} %<extra></extra>",
+                "xaxis": xa, "yaxis": ya})
+        top = max(p90 + [m * (1 + e / 100) for m, e in zip(mean, err)] + [1e-9]) * 1.18
         shown: list[float] = []
         for thr in sorted(slos):
             if thr > top * 1.6 or any(abs(thr - s) < 0.12 * top for s in shown):
@@ -325,7 +349,9 @@ def systems_spec(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_
         layout[f"xaxis{'' if col == 1 else col}"] = {"anchor": ya, "domain": [left, _PANEL if col == 1 else 1.0]}
         layout[f"yaxis{'' if col == 1 else col}"] = {"anchor": xa, "domain": [0.0, 1.0], "range": [0, top]}
     layout.update(annotations=annotations, shapes=shapes, height=height,
-                  margin={"t": 36, "b": 48, "l": 44, "r": 10}, bargap=0.35)   # room for the two-line ticks
+                  margin={"t": 36, "b": 48, "l": 44, "r": 10}, bargap=0.35,   # room for the two-line ticks
+                  legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": -0.22, "yanchor": "top",
+                          "font": {"size": 11}})
     return {"data": data, "layout": layout}
 
 

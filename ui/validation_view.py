@@ -79,3 +79,40 @@ def first_simulated(options: list, frame: pd.DataFrame, column: str) -> int:
 
 def qps_text(x) -> str:
     return "not reached" if x is None else f"{x:g}"
+
+
+CLASS_SCOPE = {
+    "calibrated": "a calibration layout (4R, 1P_3D, 2P_2D, 3P_1D, 1P_3pD, 2P_2pD, 3P_1pD) on a synthetic cell or "
+                  "ShareGPT, H100-SXM, Llama-3.1-8B, TP 1",
+    "unseen_trace": "a calibration layout on other natural text (WildChat, an imported trace)",
+    "unseen_layout": "any other layout: mixed D/pD, replicas beside a P/D pipeline, larger clusters",
+    "extrapolated": "another GPU, model or TP degree (constants carried over, see the Explore notes)",
+}
+
+
+def class_table() -> pd.DataFrame:
+    """One row per validation class (``ppd_core.metrics.fidelity``): what falls in it, its expected errors and
+    where they come from."""
+    from ppd_core.metrics.fidelity import CLASSES, error_classes
+    rows = []
+    for name in CLASSES:
+        c = error_classes()[name]
+        rows.append({"class": c.label, "Turn 2+ TTFT ±%": c.errors["turn2_ttft_p50"],
+                     "TPOT ±%": c.errors["turn2_tpot_mean"], "PPD/PD TTFT ratio ±%": c.errors["effect_ttft"],
+                     "a run falls here when": CLASS_SCOPE[name], "from": c.source})
+    return pd.DataFrame(rows)
+
+
+def family_table() -> pd.DataFrame | None:
+    """The held-out families of ``calibrate --families`` as written into data/expected_error.json (None before
+    the first such run)."""
+    import json
+
+    from ppd_core.metrics.fidelity import ERRORS_FILE
+    fams = json.loads(ERRORS_FILE.read_text()).get("families")
+    if not fams:
+        return None
+    return pd.DataFrame([{"family held out": n, "Turn 2+ TPOT MAPE %": d["turn2_tpot_mean"]["mape"],
+                          "Turn 2+ p50 TTFT MAPE %": d["turn2_ttft_p50_unsaturated"]["mape"],
+                          "PPD/PD TTFT ratio error %": d["effect_ttft"], "what": d["doc"]}
+                         for n, d in fams.items()])

@@ -90,7 +90,36 @@ def sentence(summaries: Mapping[str, Mapping], layouts: Mapping[str, str],
     text = "; ".join(parts) + "."
     if wins:
         text += " Wins here: " + ", ".join(wins) + "."
+    close = within_error_note(summaries)
+    if close:
+        text += " " + close
     return text
+
+
+def _effect_error(summaries: Mapping[str, Mapping]) -> float:
+    """The expected error of a ratio of two systems' Turn 2+ TTFT here: the largest ``effect_ttft`` of their
+    validation classes (``summary["expected_error"]``), NaN when no summary carries one."""
+    errs = [float(s["expected_error"]["errors_pct"]["effect_ttft"]) for s in summaries.values()
+            if isinstance(s.get("expected_error"), Mapping)]
+    return max(errs) if errs else float("nan")
+
+
+def within_error_note(summaries: Mapping[str, Mapping]) -> str | None:
+    """"PPD and Replica are within the simulator's error here (±17 % on a Turn 2+ TTFT ratio)." for every pair
+    whose Turn 2+ TTFT differs by less than that error, or None."""
+    from ppd_core.metrics.fidelity import within_error
+    err = _effect_error(summaries)
+    if not math.isfinite(err):
+        return None
+    ttft = METRICS["ttft"][0]
+    pairs = [(a, b) for a, b in (("PPD", "PD"), ("PPD", "Replica"), ("PD", "Replica"))
+             if a in summaries and b in summaries
+             and within_error(value(summaries[a], ttft), value(summaries[b], ttft), err)]
+    if not pairs:
+        return None
+    names = "; ".join(f"{a} and {b}" for a, b in pairs)
+    return (f"{names} {'are' if len(pairs) == 1 else 'are each'} within the simulator's error here "
+            f"(±{err:.0f} % on a Turn 2+ TTFT ratio), so the simulator cannot say which is faster.")
 
 
 def goodput_win(goodput: Mapping[str, float]) -> str | None:

@@ -338,6 +338,29 @@ def preset_links(active: Any = None) -> None:
                       icon=":material/check_circle:" if active is p else ":material/school:")
 
 
+def expected_error_text(summaries: Mapping[str, dict]) -> str | None:
+    """One line: the worst validation class among the runs on screen, its expected errors and why."""
+    from ppd_core.metrics.fidelity import CLASSES
+    errs = [s["expected_error"] for s in summaries.values() if isinstance(s.get("expected_error"), Mapping)]
+    if not errs:
+        return None
+    worst = max(errs, key=lambda e: (CLASSES.index(e["class"]) if e["class"] in CLASSES else 0,
+                                     e["errors_pct"]["turn2_ttft_p50"]))
+    pct = worst["errors_pct"]
+    why = "; ".join(dict.fromkeys(r for e in errs for r in e.get("reasons", ())))
+    return (f"**Expected simulator error** ({worst['label']}): Turn 2+ TTFT ±{pct['turn2_ttft_p50']:.0f} %, "
+            f"TPOT ±{pct['turn2_tpot_mean']:.0f} %, a PPD/PD TTFT ratio ±{pct['effect_ttft']:.0f} % — the typical "
+            f"miss against the measured system in this class (orange whiskers)" + (f". Why: {why}." if why else
+                                                                                 ".") +
+            " Classes and how they are measured: the Validation page.")
+
+
+def expected_error_line(summaries: Mapping[str, dict]) -> None:
+    text = expected_error_text(summaries)
+    if text:
+        st.caption(text)
+
+
 def run_status(sc: Scenario, summaries: Mapping[str, dict]) -> None:
     """What the numbers on screen rest on: a saturated system (with the resource that saturated), weights
     that cannot act in this scenario, and figures resting on fewer than 100 requests."""
@@ -352,6 +375,7 @@ def run_status(sc: Scenario, summaries: Mapping[str, dict]) -> None:
         with st.expander("Why each system counts as saturated"):
             for name, sat in saturated.items():
                 st.markdown(f"**{name}**: {sat.get('evidence', '')}")
+    expected_error_line(summaries)
     notes = next((s.get("extrapolated") for s in summaries.values() if s.get("extrapolated")), None)
     if notes:
         st.info("**Extrapolated** (outside the measured H100-SXM + Llama-3.1-8B setting): " + "; ".join(notes),

@@ -65,6 +65,13 @@ def format_summary(s: dict) -> str:
               f"(link utilization {s['kv']['link_utilization']:.1%})",
               f"simulated {s['sim']['simulated_s']:,.1f} s with {s['sim']['events']:,} events in "
               f"{s['sim']['wall_s']:.3f} s wall"]
+    e = s.get("expected_error")
+    if e:
+        p = e["errors_pct"]
+        lines.append(f"expected simulator error ({e['label']}): Turn 2+ TTFT ±{p['turn2_ttft_p50']:g} %, TPOT "
+                     f"±{p['turn2_tpot_mean']:g} %, PPD/PD TTFT ratio ±{p['effect_ttft']:g} %"
+                     + (f" ({'; '.join(e['reasons'])})" if e["reasons"] else ""))
+    lines += [f"extrapolated: {n}" for n in s.get("extrapolated", ())]
     lines += [f"warning: {w}" for w in s.get("warnings", ())]
     return "\n".join(lines)
 

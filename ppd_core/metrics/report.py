@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model.extrapolation import extrapolation_notes
+from .fidelity import for_scenario as expected_error_for
 from ..sim.request import OK, PD
 from ..sim.request import columns as request_columns
 from .columns import Columns, as_columns, frame, mean, rows_frame, share
@@ -192,6 +193,8 @@ def summary(sim, df: pd.DataFrame | Columns) -> dict:
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
         # constants carried over outside the measured pair (H100-SXM + Llama-3.1-8B, tp 1): [] when measured
         "extrapolated": extrapolation_notes(sc.gpu, sc.model, sc.tp_degree),
+        # the scenario's validation class and its expected error per metric (metrics/fidelity.py)
+        "expected_error": expected_error_for(sc),
     }
 
 
