@@ -216,7 +216,7 @@ def write(p: PerfParams, report: dict, out: Path, measured_dir: str, stages: tup
     """Write the calibrated parameters, without those the micro-benchmark fit owns (``physics_owned``)."""
     owned = physics_owned(stages, physics)
     doc = {"_doc": "Performance-model parameters fitted by `python -m ppd_core calibrate --from-defaults` on the "
-                   "measured H100 data; loaded by default by ppd_core.perf. See README 'Fidelity' for what each "
+                   "measured H100 data; loaded by default by ppd_core.perf. See docs/fidelity.md for what each "
                    "one means. Parameters listed under 'from_physics' are not here: they come from "
                    "data/physics_params.json (scripts/fit_physics.py).",
            "measured_dir": str(Path(measured_dir).name),

@@ -1,6 +1,6 @@
 """Write ``data/expected_error.json`` (read by ``metrics.fidelity``) from what the validation measured: the
 calibration set's own error (``validate``), the held-out families (``lolo.families``) and the public anchors
-outside the measured hardware (README "Fidelity", ``tests/test_anchors.py``)."""
+outside the measured hardware (docs/fidelity.md, ``tests/test_anchors.py``)."""
 from __future__ import annotations
 
 import json

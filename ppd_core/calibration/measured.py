@@ -1,7 +1,7 @@
 """Reading measured PPD results (CSV files with the schemas of ../shared/data/ppd-measured) and turning
 each measured point into the scenario that reproduces how it was measured.
 
-Benchmark artefacts modelled (see README "Fidelity"):
+Benchmark artefacts modelled (see docs/fidelity.md):
 * comprehensive sweep: Poisson conversation arrivals inside a 10 s window (``arrival_window_s=10``), Turn 2
   sent as soon as Turn 1 ends, the benchmark client with 50 connections (``client=benchmark``,
   ``client_concurrency=50``) whose queue the benchmark counted inside Turn-1 TTFT (validate compares on that clock:

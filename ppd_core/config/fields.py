@@ -1,6 +1,6 @@
 """The scenario's keys: one ``FieldSpec`` per key (type, default, unit, allowed range, help), the choice
 lists and the size caps. ``config/scenario.py`` builds the frozen ``Scenario`` on them; the CLI's ``--help``,
-the README keys table and the dashboard's controls all read ``FIELDS`` / ``SPEC``.
+the docs' scenario-key reference (scripts/docs_reference.py) and the dashboard's controls all read ``FIELDS`` / ``SPEC``.
 """
 from __future__ import annotations
 

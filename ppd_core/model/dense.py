@@ -22,7 +22,7 @@ with ``new`` tokens attending over ``cached`` earlier tokens, plus ``B`` decode 
   gate on cached == 0, no cap at 1,024 tokens (issue 10).
 * TP all-reduce: per layer 2 x (alpha + 2 (n-1)/n x T x hidden x 2 B / busbw) (``tp.py``).
 
-Per-request costs outside the GPU (calibrated on the measured H100 data, see README "Fidelity"):
+Per-request costs outside the GPU (calibrated on the measured H100 data, see docs/fidelity.md):
 ``api_ms`` + ``api_us_per_token`` x prompt per HTTP hop (proxy, API server, tokenising the whole prompt;
 ``api_us_per_token_natural`` for natural chat text, ``natural_text``: see ``tokenize.py``),
 ``pd_handoff_ms`` + ``pd_us_per_token`` x prompt x (KV bytes/token ratio to Llama-3.1-8B) on the PD path, and
