@@ -1,6 +1,8 @@
 """The command line as a user runs it: ``python -m ppd_core run ...`` in a subprocess from the repo root."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -148,3 +150,14 @@ def test_goodput_json_prints_exactly_the_documented_keys():
         assert v["limit"] in ("ttft", "tpot", "success") and v["runs"] >= 1
     bad = cli("goodput", "--attain", "1.5")
     assert bad.returncode == 2 and "attain" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--errors-out", "e.json"], "--errors-out: only with --families"),
+    (["--families", "--lolo"], "--families: not together with --lolo"),
+    (["--families", "--family", "pD", "--errors-out", "e.json"], "--errors-out: needs every family"),
+    (["--families", "--errors-out", "e.txt"], "must end in .json"),
+])
+def test_calibrate_families_refuses_contradictory_flags(args, msg, tmp_path):
+    r = cli("calibrate", "--measured", str(tmp_path), *args)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
