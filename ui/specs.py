@@ -326,7 +326,7 @@ def systems_spec(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_
         if any(e > 0 for e in err):
             data.append({
                 "type": "scatter", "mode": "markers", "x": labels, "y": mean, "name": "expected simulator error",
-                "legendgroup": "expected_error", "showlegend": col == 1,
+                "showlegend": False,        # the caption names it (a legend row would push the bottom margin)
                 "marker": {"color": ERROR_COLOR, "size": 7, "symbol": "line-ew-open", "line": {"width": 2}},
                 "error_y": {"type": "data", "symmetric": True, "array": [m * e / 100 for m, e in zip(mean, err)],
                             "color": ERROR_COLOR, "thickness": 2.4, "width": 10},
@@ -349,9 +349,7 @@ def systems_spec(summaries: Mapping[str, dict], layouts: Mapping[str, str], slo_
         layout[f"xaxis{'' if col == 1 else col}"] = {"anchor": ya, "domain": [left, _PANEL if col == 1 else 1.0]}
         layout[f"yaxis{'' if col == 1 else col}"] = {"anchor": xa, "domain": [0.0, 1.0], "range": [0, top]}
     layout.update(annotations=annotations, shapes=shapes, height=height,
-                  margin={"t": 36, "b": 48, "l": 44, "r": 10}, bargap=0.35,   # room for the two-line ticks
-                  legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": -0.22, "yanchor": "top",
-                          "font": {"size": 11}})
+                  margin={"t": 36, "b": 48, "l": 44, "r": 10}, bargap=0.35)   # room for the two-line ticks
     return {"data": data, "layout": layout}
 
 
