@@ -42,7 +42,7 @@ WAVE1 = (
     "qps=1.5&layout=4R&policy=dynamic&workload=small_small_bal&seed=5",
     "qps=5&layout=2P_2D&policy=pd&bandwidth_gbps=12.5&workload=small_long_gen&w_tpot=0.5&seed=6",
     "qps=4&layout=1R_1P_2pD&policy=ppd&bandwidth_gbps=200&workload=small_mid_paste&w_tpot=4&seed=7",
-    "qps=10&layout=2P_1D_1pD&policy=dynamic&bandwidth_gbps=50&workload=sharegpt&w_tpot=6&seed=28",
+    "qps=10&layout=2P_1D_1pD&policy=dynamic&bandwidth_gbps=50&workload=sharegpt&w_tpot=6&seed=29",
 )
 WAVE2 = (
     "qps=2.5&layout=1P_3pD&policy=dynamic&bandwidth_gbps=25&workload=small_tiny&seed=11",

@@ -283,7 +283,9 @@ def test_validation_page_full_run_and_point_picker():
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert spec["layout"]["xaxis"]["type"] == "log" and spec["layout"]["yaxis"]["type"] == "log"
     assert any(t.get("name") == "y = x" for t in spec["data"])
-    mape = at.dataframe[0].value
+    classes = at.dataframe[0].value                       # the expected error of each validation class first
+    assert list(classes["class"])[0] == "calibrated layout and workload" and len(classes) == 4
+    mape = next(d.value for d in at.dataframe if "layout" in d.value.columns)
     assert "overall" in set(mape["layout"]) and {"2P_2D", "2P_2pD", "4R"} <= set(mape["layout"])
     # pick a measured point: the ShareGPT 2P_2D run at QPS 4
     at.selectbox(key="val_pick_file").select("sharegpt.csv").run()

@@ -104,6 +104,10 @@ def _scenario_controls() -> dict[str, Control]:
         _c("gpu", "GPU type", "select", options=SPEC["gpu"].choice_list()),
         _c("model", "Model", "select", options=SPEC["model"].choice_list()),
         _c("tp", "Tensor parallel (GPUs per node)", "select", options=SPEC["tp"].choice_list()),
+        _c("gpu_p", "P nodes' GPU (empty = GPU type)", "select", options=SPEC["gpu_p"].choice_list()),
+        _c("tp_p", "P nodes' TP (empty = TP)", "select", options=SPEC["tp_p"].choice_list()),
+        _c("gpu_d", "D / pD nodes' GPU (empty = GPU type)", "select", options=SPEC["gpu_d"].choice_list()),
+        _c("tp_d", "D / pD nodes' TP (empty = TP)", "select", options=SPEC["tp_d"].choice_list()),
         _c("layout", "Layout (preset or type your own, e.g. 4P_4pD)", "layout", options=PAPER_LAYOUTS),
         _c("policy", "Turn 2+ policy", "radio", options=SPEC["policy"].choice_list()),
         _c("workload", "Workload", "select", options=DASHBOARD_WORKLOADS),
@@ -138,7 +142,7 @@ GROUPS = (
     ("SLO weights (Eq.1)", ("w_ttft", "w_tpot")),
     ("Load", ("qps",)),
     ("KV transfer", ("bandwidth_gbps",)),
-    ("Hardware and model", ("gpu", "model", "tp")),
+    ("Hardware and model", ("gpu", "model", "tp", "gpu_p", "tp_p", "gpu_d", "tp_d")),
     ("Cluster", ("layout", "policy")),
     ("Workload", ("workload", "turns", "seed")),
 )
@@ -149,7 +153,7 @@ ADVANCED = ("conversations", "think_time_s", "client_concurrency", "arrival_wind
 #: Scenario keys no sidebar element depends on (the "weights do not fit" note follows gpu, model, tp and
 #: gpu_mem_util; the layout's paper category follows layout): on a page that names its results fragments
 #: (``widgets.scenario_sidebar(rerun=...)``) a change of one reruns those fragments only.
-RESULTS_ONLY = frozenset(set(SPEC) - {"gpu", "model", "tp", "gpu_mem_util", "layout"})
+RESULTS_ONLY = frozenset(set(SPEC) - {"gpu", "model", "tp", "gpu_mem_util", "layout", "gpu_p", "gpu_d", "tp_p", "tp_d"})
 
 
 def groups_for(page: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

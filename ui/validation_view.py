@@ -81,13 +81,13 @@ def qps_text(x) -> str:
     return "not reached" if x is None else f"{x:g}"
 
 
-CLASS_SCOPE = {
+CLASS_SCOPE = MappingProxyType({
     "calibrated": "a calibration layout (4R, 1P_3D, 2P_2D, 3P_1D, 1P_3pD, 2P_2pD, 3P_1pD) on a synthetic cell or "
                   "ShareGPT, H100-SXM, Llama-3.1-8B, TP 1",
     "unseen_trace": "a calibration layout on other natural text (WildChat, an imported trace)",
     "unseen_layout": "any other layout: mixed D/pD, replicas beside a P/D pipeline, larger clusters",
     "extrapolated": "another GPU, model or TP degree (constants carried over, see the Explore notes)",
-}
+})
 
 
 def class_table() -> pd.DataFrame:

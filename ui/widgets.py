@@ -106,7 +106,11 @@ def feasibility_note(sc: Scenario, where: Any = None) -> str | None:
     """The "weights do not fit" message (with the smallest TP that fits) next to the Model/TP controls."""
     bad = feasibility.check(sc)
     if bad is None:
-        notes = extrapolation_notes(sc.gpu, sc.model, sc.tp_degree)
+        hw = sc.role_hardware().values() if sc.heterogeneous else [(sc.gpu, sc.tp_degree)]
+        notes = list(dict.fromkeys(n for g, t in hw for n in extrapolation_notes(g, sc.model, t)))
+        if sc.heterogeneous:
+            notes.insert(0, "a heterogeneous fleet (" + ", ".join(f"{r}: {g} x TP {t}" for r, (g, t) in
+                                                                 sc.role_hardware().items()) + ") was never measured")
         if notes:
             (where or st.sidebar).caption("**Extrapolated:** " + "; ".join(notes))
         return None

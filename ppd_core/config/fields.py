@@ -42,7 +42,10 @@ class FieldSpec:
 
     def allowed(self) -> str:
         if self.kind == "choice":
-            return "one of " + ", ".join(self.choice_list())
+            choices = self.choice_list()
+            if "" in choices:
+                return "empty (the fleet's value) or one of " + ", ".join(c for c in choices if c)
+            return "one of " + ", ".join(choices)
         if self.kind == "layout":
             return "a layout such as 2P_2pD, 4R or 1R_1P_1D_1pD (counts of R, P, D, pD joined by '_')"
         lo = "(" if self.lo_open else "["
@@ -83,6 +86,10 @@ def _gpu_names() -> tuple[str, ...]:
     return tuple(catalog.gpus())
 
 
+def _role_gpu_names() -> tuple[str, ...]:
+    return ("",) + tuple(catalog.gpus())
+
+
 def _model_names() -> tuple[str, ...]:
     return tuple(catalog.models())
 
@@ -98,6 +105,15 @@ FIELDS: tuple[FieldSpec, ...] = (
               "0 = the catalog's public price (data/gpus.json, sourced and dated).", lo=0.0, hi=1_000.0),
     FieldSpec("model", "choice", "Llama-3.1-8B", "", "Served model (data/models.json).", choices=_model_names),
     FieldSpec("tp", "choice", "1", "GPUs/node", "Tensor-parallel degree: GPUs per node.", choices=("1", "2", "4", "8")),
+    FieldSpec("gpu_p", "choice", "", "", "GPU type of the P (prefill) nodes; empty = gpu. With gpu_d, a "
+              "heterogeneous fleet: each node's latency, KV memory and weights fit come from its own GPU x TP.",
+              choices=_role_gpu_names),
+    FieldSpec("gpu_d", "choice", "", "", "GPU type of the D and pD (decode) nodes; empty = gpu. R nodes always use "
+              "gpu.", choices=_role_gpu_names),
+    FieldSpec("tp_p", "choice", "", "GPUs/node", "Tensor-parallel degree of the P nodes; empty = tp.",
+              choices=("", "1", "2", "4", "8")),
+    FieldSpec("tp_d", "choice", "", "GPUs/node", "Tensor-parallel degree of the D and pD nodes; empty = tp.",
+              choices=("", "1", "2", "4", "8")),
     FieldSpec("bandwidth_gbps", "float", 150.0, "GB/s", "Effective KV-transfer bandwidth per link direction "
               "(NVLink ~150, IB NDR 50, IB HDR 25, 100GbE 10).", lo=0.0, hi=10_000.0, lo_open=True),
     FieldSpec("link_latency_us", "float", 5.0, "us", "Fixed latency per KV transfer.", lo=0.0, hi=1_000_000.0),

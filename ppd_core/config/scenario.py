@@ -14,7 +14,9 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from . import catalog
 from .errors import ScenarioError
-from .layout import Layout, parse_layout
+from .layout import ROLES, Layout, parse_layout
+
+ROLE_KEYS = ("gpu_p", "gpu_d", "tp_p", "tp_d")   # per-role hardware; "" = the fleet's gpu / tp
 
 from .fields import (CLIENTS, FIELDS, LINK_SHARING, MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_QUERY_CHARS,  # noqa: F401
                      MAX_REQUESTS, MAX_TURNS, P_ROUTERS, POLICIES, SPEC, FieldSpec, _brief, _fmt, _key_label)
@@ -101,6 +103,10 @@ class Scenario:
     gpu_price_usd_h: float = 0.0
     model: str = "Llama-3.1-8B"
     tp: str = "1"
+    gpu_p: str = ""
+    gpu_d: str = ""
+    tp_p: str = ""
+    tp_d: str = ""
     bandwidth_gbps: float = 150.0
     link_latency_us: float = 5.0
     link_sharing: str = "fair"
@@ -139,15 +145,50 @@ class Scenario:
     def tp_degree(self) -> int:
         return int(self.tp)
 
+    # ---- per-role hardware (issue #29): P nodes take gpu_p / tp_p, D and pD nodes gpu_d / tp_d, R nodes (and an
+    # empty per-role key) the fleet's gpu / tp ---------------------------------------------------------------
+    def gpu_for(self, role: str) -> str:
+        own = self.gpu_p if role == "P" else self.gpu_d if role in ("D", "pD") else ""
+        return own or self.gpu
+
+    def tp_for(self, role: str) -> int:
+        own = self.tp_p if role == "P" else self.tp_d if role in ("D", "pD") else ""
+        return int(own or self.tp)
+
+    @property
+    def heterogeneous(self) -> bool:
+        """True when some role present in the layout runs on other hardware than gpu x tp."""
+        return any((self.gpu_for(r), self.tp_for(r)) != (self.gpu, self.tp_degree)
+                   for r in set(self.layout_obj.roles()))
+
+    def role_hardware(self) -> dict[str, tuple[str, int]]:
+        """{role: (GPU, TP)} of every role present in the layout, in R, P, D, pD order."""
+        return {r: (self.gpu_for(r), self.tp_for(r)) for r in ROLES if r in set(self.layout_obj.roles())}
+
     @property
     def gpu_count(self) -> int:
-        """GPUs of the layout: nodes x tensor-parallel degree."""
-        return self.layout_obj.nodes * self.tp_degree
+        """GPUs of the layout: the sum over nodes of each node's tensor-parallel degree."""
+        return sum(self.tp_for(r) for r in self.layout_obj.roles())
+
+    def price_for(self, gpu: str) -> float:
+        """Hourly price of one GPU of type ``gpu``: ``gpu_price_usd_h`` for the fleet's own type when set, else
+        the catalog's public price (data/gpus.json, sourced and dated in data/anchors/gpu_prices.csv)."""
+        if gpu == self.gpu and self.gpu_price_usd_h:
+            return self.gpu_price_usd_h
+        return catalog.gpus()[gpu].price_usd_h
+
+    @property
+    def fleet_usd_h(self) -> float:
+        """Hourly price of the whole fleet: each node's GPUs at its own type's price."""
+        return sum(self.tp_for(r) * self.price_for(self.gpu_for(r)) for r in self.layout_obj.roles())
 
     @property
     def price_usd_h(self) -> float:
-        """Hourly price of one GPU: ``gpu_price_usd_h``, or the catalog's public price when it is 0."""
-        return self.gpu_price_usd_h or catalog.gpus()[self.gpu].price_usd_h
+        """Hourly price of one GPU, averaged over the fleet (``fleet_usd_h / gpu_count``); for a homogeneous fleet
+        ``gpu_price_usd_h``, or the catalog's public price when it is 0."""
+        if not self.heterogeneous:
+            return self.gpu_price_usd_h or catalog.gpus()[self.gpu].price_usd_h
+        return self.fleet_usd_h / self.gpu_count
 
     def expected_requests(self) -> float:
         from .workload_catalog import mean_turns
@@ -174,6 +215,8 @@ class Scenario:
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
+            if f.name in ROLE_KEYS and v == "":
+                continue        # per-role hardware appears only when set: a homogeneous run's JSON is as before
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
 
@@ -182,8 +225,8 @@ class Scenario:
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if not include_defaults and v == SPEC[f.name].default:
-                continue
+            if (not include_defaults and v == SPEC[f.name].default) or (f.name in ROLE_KEYS and v == ""):
+                continue        # an unset per-role key is never written: links and cache keys stay as before
             out[f.name] = render_value(v)
         return out
 

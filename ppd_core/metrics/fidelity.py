@@ -118,7 +118,18 @@ def expected_error(gpu: str, model: str, tp: int, layout: str, workload: str) ->
 
 
 def for_scenario(sc) -> dict:
-    return expected_error(sc.gpu, sc.model, sc.tp_degree, sc.layout, sc.workload)
+    """The expected error of ``sc``; a heterogeneous fleet takes its worst role's (every role is classified on
+    its own GPU x TP, and a mixed fleet is never measured: ``extrapolated`` at least)."""
+    if not sc.heterogeneous:
+        return expected_error(sc.gpu, sc.model, sc.tp_degree, sc.layout, sc.workload)
+    per_role = [expected_error(g, sc.model, t, sc.layout, sc.workload) for g, t in sc.role_hardware().values()]
+    table = error_classes()
+    errs = {m: max([table["extrapolated"].errors[m]] + [e["errors_pct"][m] for e in per_role]) for m in METRICS}
+    reasons = ["a heterogeneous fleet (" + ", ".join(f"{r} on {g} x TP {t}" for r, (g, t) in
+                                                    sc.role_hardware().items()) + ") was never measured"]
+    reasons += list(dict.fromkeys(r for e in per_role for r in e["reasons"]))
+    return {"class": "extrapolated", "label": table["extrapolated"].label, "errors_pct": errs, "reasons": reasons,
+            "source": table["extrapolated"].source}
 
 
 def within_error(a: float, b: float, error_pct: float) -> bool:

@@ -192,7 +192,9 @@ def summary(sim, df: pd.DataFrame | Columns) -> dict:
         "preemptions": int(sum(n.preemptions for n in sim.nodes)),
         "sim": {"events": int(sim.events), "simulated_s": _r(sim.now), "wall_s": _r(sim.wall_s)},
         # constants carried over outside the measured pair (H100-SXM + Llama-3.1-8B, tp 1): [] when measured
-        "extrapolated": extrapolation_notes(sc.gpu, sc.model, sc.tp_degree),
+        "extrapolated": list(dict.fromkeys(n for g, t in ({(sc.gpu, sc.tp_degree)} if not sc.heterogeneous else
+                                                           sc.role_hardware().values())
+                                           for n in extrapolation_notes(g, sc.model, t))),
         # the scenario's validation class and its expected error per metric (metrics/fidelity.py)
         "expected_error": expected_error_for(sc),
     }

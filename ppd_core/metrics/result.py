@@ -13,6 +13,7 @@ from .. import workloads as wl
 from ..config.errors import ScenarioError
 from ..config.scenario import Scenario
 from ..model import PerfParams, for_scenario
+from ..model.base import role_models
 from ..sim.engine import simulate
 from . import report
 from .columns import Deferred, LazyTable, frame, rows_frame
@@ -42,13 +43,16 @@ def simulate_scenario(sc: Scenario, trace: tuple[wl.Conversation, ...] | None = 
     step per event (the slow oracle used by tests). ``params``: override the calibrated latency-model
     parameters. ``table``: the decision table (required for ``policy=dynamic-table``)."""
     pm = for_scenario(sc, params)
+    pms = role_models(sc, params, base=pm) if sc.heterogeneous else None
     rngs = wl.streams(sc.seed)
     convs = wl.generate(sc, rngs["arrivals"], rngs["lengths"], trace)
-    if pm.kv_capacity_tokens <= 0:
-        raise ScenarioError("model", f"{sc.model} weights ({pm.model.weight_bytes / 1e9:.0f} GB) do not fit in "
-                                     f"tp={sc.tp} x {pm.gpu.memory_gb:g} GB x gpu_mem_util={sc.gpu_mem_util:g}; "
-                                     "raise tp or pick a larger GPU")
-    sim = simulate(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
+    for role, m in (pms or {"": pm}).items():
+        if m.kv_capacity_tokens <= 0:
+            where = f" on the {role} nodes" if role else ""
+            raise ScenarioError("model", f"{sc.model} weights ({m.model.weight_bytes / 1e9:.0f} GB) do not fit{where} "
+                                         f"in tp={m.tp} x {m.gpu.memory_gb:g} GB ({m.gpu.name}) x gpu_mem_util="
+                                         f"{sc.gpu_mem_util:g}; raise tp or pick a larger GPU")
+    sim = simulate(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table, pms=pms)
     cols = report.record_columns(sim)
     spans = None if sim.spans is None else Deferred(rows_frame, (sim.spans, report.SPAN_COLUMNS))
     return RunResult(sc, report.summary(sim, cols), Deferred(frame, (cols, report.RECORD_COLUMNS)),

@@ -62,3 +62,23 @@ def build(gpu: str, model: str, tp: int, gpu_mem_util: float, params: PerfParams
 def for_scenario(sc, params: PerfParams | None = None) -> LatencyModel:
     return build(sc.gpu, sc.model, sc.tp_degree, sc.gpu_mem_util, params,
                  shared_prefix=sc.shared_prefix_tokens, natural_text=is_natural_text(sc.workload))
+
+
+def for_role(sc, role: str, params: PerfParams | None = None) -> LatencyModel:
+    """The latency model of a node of ``role`` in ``sc``: its own GPU x TP (``Scenario.gpu_for`` / ``tp_for``)."""
+    return build(sc.gpu_for(role), sc.model, sc.tp_for(role), sc.gpu_mem_util, params,
+                 shared_prefix=sc.shared_prefix_tokens, natural_text=is_natural_text(sc.workload))
+
+
+def role_models(sc, params: PerfParams | None = None, base: LatencyModel | None = None) -> dict[str, LatencyModel]:
+    """{role: latency model} for every role of the layout; roles on the same GPU x TP share one model (and
+    the fleet's own hardware shares ``base`` when given)."""
+    out: dict[str, LatencyModel] = {}
+    by_hw: dict[tuple[str, int], LatencyModel] = {}
+    if base is not None:
+        by_hw[(sc.gpu, sc.tp_degree)] = base
+    for role, hw in sc.role_hardware().items():
+        if hw not in by_hw:
+            by_hw[hw] = for_role(sc, role, params)
+        out[role] = by_hw[hw]
+    return out

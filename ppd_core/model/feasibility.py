@@ -25,10 +25,12 @@ class Infeasible:
     memory_gb: float
     gpu_mem_util: float
     fitting_tp: int | None
+    role: str = ""          # a heterogeneous fleet: the role whose own GPU x TP is too small
 
     @property
     def message(self) -> str:
-        head = (f"{self.model} weights ({self.weights_gb:.0f} GB) do not fit in tp={self.tp} x {self.gpu} "
+        where = f" on the {self.role} nodes" if self.role else ""
+        head = (f"{self.model} weights ({self.weights_gb:.0f} GB) do not fit{where} in tp={self.tp} x {self.gpu} "
                 f"({self.memory_gb:g} GB at gpu_mem_util={self.gpu_mem_util:g})")
         if self.fitting_tp is not None:
             return f"{head}; the smallest TP that fits is tp={self.fitting_tp}."
@@ -40,7 +42,17 @@ def _fits(sc, tp: int, params: PerfParams | None) -> bool:
 
 
 def check(sc, params: PerfParams | None = None) -> Infeasible | None:
-    """None when ``sc``'s model fits its GPU x TP (with KV room left); else what does not and the fix."""
+    """None when ``sc``'s model fits its GPU x TP (with KV room left); else what does not and the fix. A
+    heterogeneous fleet (``gpu_p`` / ``gpu_d`` / ``tp_p`` / ``tp_d``) is checked role by role."""
+    if sc.heterogeneous:
+        for role, (gpu, tp) in sc.role_hardware().items():
+            if build(gpu, sc.model, tp, sc.gpu_mem_util, params).kv_capacity_tokens <= 0:
+                pm = build(gpu, sc.model, tp, sc.gpu_mem_util, params)
+                fitting = next((t for t in TP_CHOICES if t > tp and build(gpu, sc.model, t, sc.gpu_mem_util, params)
+                                .kv_capacity_tokens > 0), None)
+                return Infeasible(sc.model, gpu, tp, pm.model.weight_bytes / 1e9, pm.gpu.memory_gb,
+                                  sc.gpu_mem_util, fitting, role)
+        return None
     if _fits(sc, sc.tp_degree, params):
         return None
     pm = for_scenario(sc, params)

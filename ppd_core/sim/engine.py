@@ -49,9 +49,10 @@ class Simulator(Client):
     wall_s: float   # set by simulate()
 
     def __init__(self, sc, convs: tuple[Conversation, ...], pm: "PerfModel", rngs: dict, *, record_spans: bool = False,
-                 exact: bool = False, table=None, router: PRouter | None = None):
+                 exact: bool = False, table=None, router: PRouter | None = None,
+                 pms: "dict[str, PerfModel] | None" = None):
         self.sc = sc
-        self.pm = pm
+        self.pm = pm            # the fleet's model (gpu x tp); a heterogeneous fleet's nodes carry their own (pms)
         self.convs = [ConvState(c) for c in convs]
         self.by_id = {cs.conv.cid: cs for cs in self.convs}
         self.rng_route = rngs["routing"]
@@ -69,7 +70,8 @@ class Simulator(Client):
         for role in lay.roles():
             i = counters.get(role, 0)
             counters[role] = i + 1
-            self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pm, sc.max_batched_tokens,
+            self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pms[role] if pms else pm,
+                                   sc.max_batched_tokens,
                                    max_seqs=sc.max_num_seqs, exact=exact))
         self.p_nodes = [n for n in self.nodes if n.role == "P"]
         self.serving = [n for n in self.nodes if n.role != "P"]
@@ -77,7 +79,7 @@ class Simulator(Client):
         self.p_key: dict[int, int] = {}      # conversation -> the proxy's routing key (rekeyed when rehashed)
         self._route = (0, 0)                 # (key, slot) of the request being routed
         self._picked: Node | None = None     # the router's answer for _route (asked by Eq.1, then by _send)
-        tp = sc.tp_degree
+        tp = min(sc.tp_for("P"), sc.tp_for("D"))   # a node's link scales with its GPUs; the narrower end limits
         self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
                              sc.link_sharing == "fair")
         # entries (t, seq, kind, a, b), typed as plain objects: the compiled engine then stores and compares
@@ -226,9 +228,9 @@ class Simulator(Client):
         if req.path == PD:
             p = self.pick_p()
             req.prefill_node = p.nid
-            self.push(t + self.pm.hop(req.prompt, p.active_seqs()), AT_NODE, p, req)
+            self.push(t + p.pm.hop(req.prompt, p.active_seqs()), AT_NODE, p, req)
         else:
-            self.push(t + self.pm.hop(req.prompt, node.active_seqs()), AT_NODE, node, req)
+            self.push(t + node.pm.hop(req.prompt, node.active_seqs()), AT_NODE, node, req)
 
     # ---- PD path -----------------------------------------------------------------------------------------
     def prefill_done(self, req: Request, t: float, p: Node) -> None:
@@ -244,7 +246,7 @@ class Simulator(Client):
     def decode_reserved(self, req: Request, t: float) -> None:
         """Called by D once it holds a KV reservation for a PD-path request."""
         d = self.nodes[req.decode_node]
-        self.push(t + self.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
+        self.push(t + d.pm.pd_handoff(req.prompt, d.active_seqs()), HANDOFF, req)
 
     def _handoff(self, req: Request, t: float) -> None:
         """The proxy's request reached D: the KV moves P -> D now; D's batch pauses while it flows in."""
@@ -312,8 +314,8 @@ class Simulator(Client):
         self._end_conversation(req.conv, t, holds_slot=bool(req.path) or req.turn > 1)
 
 
-def simulate(sc, convs, pm, rngs, *, record_spans=False, exact=False, table=None) -> Simulator:
-    sim = Simulator(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table)
+def simulate(sc, convs, pm, rngs, *, record_spans=False, exact=False, table=None, pms=None) -> Simulator:
+    sim = Simulator(sc, convs, pm, rngs, record_spans=record_spans, exact=exact, table=table, pms=pms)
     t0 = perf_counter()
     sim.run()
     sim.wall_s = perf_counter() - t0

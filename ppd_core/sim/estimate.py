@@ -106,7 +106,7 @@ def batch_feedback(pm: "PerfModel", batch: int, ctx_sum: int, step: float, tpot:
 def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, float]:
     """Predicted TTFT of both paths, the extra time each adds to D's decode batch and Eq.1's relative terms
     (``d_ttft``, ``d_tpot``, ``score``) for ``req`` whose conversation lives on D (see the module docstring)."""
-    pm = view.pm
+    pm = d.pm                # D's own latency model; P's below (a heterogeneous fleet's roles differ)
     prompt = req.prompt
     budget = view.max_batched_tokens
     batch, ctx_sum, active = d.decode_batch(), d.ctx_sum(), d.active_seqs()   # D's state, read once
@@ -128,11 +128,12 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
                                    else drain(pm, [], own_local, batch, ctx_sum, budget))
     # PD: re-prefill on the P the router picks, send, hand-off, transfer, one iteration on D
     p = view.pick_p()
+    ppm = p.pm
     cached_p = p.cached_for(req.conv, prompt)
     own_p = (prompt - cached_p, cached_p, cached_p == 0)
-    hop_p = pm.hop(prompt, p.active_seqs())
-    p_backlog = p.busy_left() + drain(pm, p.prefill_queue(), None, 0, 0, budget, pm.p_send_s)
-    t_p = hop_p + max(p_backlog - hop_p, 0.0) + drain(pm, [], own_p, 0, 0, budget, pm.p_send_s)
+    hop_p = ppm.hop(prompt, p.active_seqs())
+    p_backlog = p.busy_left() + drain(ppm, p.prefill_queue(), None, 0, 0, budget, ppm.p_send_s)
+    t_p = hop_p + max(p_backlog - hop_p, 0.0) + drain(ppm, [], own_p, 0, 0, budget, ppm.p_send_s)
     share = 1 + max(view.transfers_on(p.nid), view.transfers_on(d.nid))
     xfer = view.link_latency_s + prompt * pm.kv_bytes_per_token * share / view.link_bandwidth_Bps
     handoff = pm.pd_handoff(prompt, active)

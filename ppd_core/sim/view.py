@@ -13,11 +13,12 @@ if TYPE_CHECKING:
 class NodeView:
     """Queries on one node: its decode batch, queued prefill work and prefix cache."""
 
-    __slots__ = ("_node", "nid", "role", "name")
+    __slots__ = ("_node", "nid", "role", "name", "pm")
 
     def __init__(self, node: "Node"):
         self._node = node
         self.nid, self.role, self.name = node.nid, node.role, node.name
+        self.pm: PerfModel = node.pm        # the node's own latency model (its GPU x TP)
 
     def decode_batch(self) -> int:
         """Requests in the decode batch."""
