@@ -60,16 +60,19 @@ def lolo(measured_dir: str, base: PerfParams, workers: int | None = None, log: C
             "seconds": round(perf_counter() - t0, 1)}
 
 
+def _cell(d: dict) -> str:
+    """One MAPE entry of a report: "4.2 (n=96)", "-" when nothing was scored."""
+    return "-" if d["mape"] is None else f"{d['mape']:.1f} (n={d['n']})"
+
+
 def format_lolo(res: dict) -> str:
     lines = ["Leave-one-layout-out (fit on six calibration layouts, test on the seventh), MAPE %",
              f"{'held out':<10} {'Turn-2 TPOT mean':>18} {'Turn-2 TTFT p50*':>18}"]
 
-    def cell(d):
-        return "-" if d["mape"] is None else f"{d['mape']:.1f} (n={d['n']})"
     for lay, d in res["folds"].items():
-        lines.append(f"{lay:<10} {cell(d[SETS[0]]):>18} {cell(d[SETS[1]]):>18}")
+        lines.append(f"{lay:<10} {_cell(d[SETS[0]]):>18} {_cell(d[SETS[1]]):>18}")
     o = res["overall"]
-    lines.append(f"{'overall':<10} {cell(o[SETS[0]]):>18} {cell(o[SETS[1]]):>18}")
+    lines.append(f"{'overall':<10} {_cell(o[SETS[0]]):>18} {_cell(o[SETS[1]]):>18}")
     sub = res["subsample"]
     lines.append(f"refit per fold: {', '.join(res['refit_stages'])} (warm start: the current parameters) on "
                  f"{len(sub['workloads'])} workloads x QPS {'/'.join(f'{q:g}' for q in sub['qps'])} "
@@ -164,11 +167,9 @@ def format_families(res: dict) -> str:
     lines = ["Leave one family out (refit without the family, test on it), MAPE %",
              f"{'family':<14} {'Turn-2 TPOT mean':>18} {'Turn-2 TTFT p50*':>18} {'effect TTFT':>12}"]
 
-    def cell(d):
-        return "-" if d["mape"] is None else f"{d['mape']:.1f} (n={d['n']})"
     for name, d in res["families"].items():
         eff = "-" if d["effect_ttft"] is None else f"{d['effect_ttft']:.1f}"
-        lines.append(f"{name:<14} {cell(d[SETS[0]]):>18} {cell(d[SETS[1]]):>18} {eff:>12}")
+        lines.append(f"{name:<14} {_cell(d[SETS[0]]):>18} {_cell(d[SETS[1]]):>18} {eff:>12}")
     lines.append("* points under 1 s with >= 95 % success; effect: median |simulated/measured - 1| of the "
                  "PPD/PD Turn-2 mean TTFT ratio over pairs with a held-out side")
     lines.append(f"{res['seconds']} s")
