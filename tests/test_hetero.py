@@ -34,6 +34,16 @@ def test_links_and_json_carry_per_role_keys_only_when_set():
     assert sc.fleet_usd_h == pytest.approx(price) and sc.price_usd_h == pytest.approx(price / 6)
 
 
+def test_compare_names_an_unset_per_role_key_as_the_fleets():
+    """Two links where one sets a per-role key: the diff row says "(fleet's)" for the other (CI once failed
+    with a KeyError here, since an unset per-role key is never written into a link)."""
+    from ui.compare import diff, scenario_of
+    a, _ = scenario_of("/?conversations=60")
+    b, _ = scenario_of("/?conversations=60&gpu_p=H200&tp_d=2")
+    rows = {r.key: (r.A, r.B) for r in diff(a, b).itertuples()}
+    assert rows == {"gpu_p": ("(fleet's)", "H200"), "tp_d": ("(fleet's)", "2")}
+
+
 @pytest.mark.parametrize("bad", ["gpu_p=H900", "tp_d=3", "gpu_d=nan", "tp_p=-1"])
 def test_bad_per_role_values_name_the_key(bad):
     with pytest.raises(ScenarioError, match=bad.split("=")[0]):

@@ -42,7 +42,10 @@ def scenario_of(link: str) -> tuple[Scenario, list[str]]:
 def diff(a: Scenario, b: Scenario) -> pd.DataFrame:
     """One row per scenario key whose value differs: key, A, B, unit."""
     pa, pb = a.to_params(include_defaults=True), b.to_params(include_defaults=True)
-    rows = [{"key": k, "A": pa[k], "B": pb[k], "unit": SPEC[k].unit} for k in SPEC if pa[k] != pb[k]]
+    # An unset per-role key (gpu_p, tp_d, ...) is never written: it means "the fleet's", shown as such.
+    fleet = "(fleet's)"
+    rows = [{"key": k, "A": pa.get(k, fleet), "B": pb.get(k, fleet), "unit": SPEC[k].unit}
+            for k in SPEC if pa.get(k, fleet) != pb.get(k, fleet)]
     return pd.DataFrame(rows, columns=["key", "A", "B", "unit"])
 
 
