@@ -7,6 +7,7 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ppd_core.workloads import trace_common, traces
@@ -568,6 +569,35 @@ def test_cli_run_prints_the_import_and_scales_by_qps(tmp_path: Path, capsys: pyt
     with pytest.raises(SystemExit) as info:
         main(["run", "--trace", str(DATA / "example.csv"), "--time-unit", "min"])
     assert info.value.code == 2 and "invalid choice: 'min' (choose from 's', 'ms', 'us')" in capsys.readouterr().err
+
+
+def test_cli_run_replays_a_timestamped_trace_at_its_own_rate_unless_qps_is_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Issue #30: without qps a timestamped trace is replayed as recorded (k = 1), not at the default qps=4;
+    the summary and the text say the rate used."""
+    from ppd_core.cli import main
+    import pandas as pd
+    path = DATA / "example_mooncake.jsonl"
+    own = native_rate(load_trace(path))
+    rec = tmp_path / "own.csv"
+    assert main(["run", "--trace", str(path), "--json", "--records", str(rec)]) == 0
+    cap = capsys.readouterr()
+    summary = json.loads(cap.out)
+    assert summary["scenario"]["qps"] == own and own != 4.0
+    assert summary["arrivals"] == {"qps": own, "trace_qps": own, "load_factor": 1.0,
+                                   "rule": "the trace's own rate (no qps given)"}
+    assert f"the trace replays at its own rate, {own:.4g} conv/s" in cap.err
+    df = pd.read_csv(rec)
+    first = df[df.turn == 1].sort_values("arrival_s").arrival_s.to_numpy()
+    stamps = sorted(c.arrival_s for c in load_trace(path))
+    assert first - first[0] == pytest.approx(np.array(stamps) - stamps[0])     # as recorded
+    assert main(["run", "--trace", str(path), "qps=4"]) == 0
+    out = capsys.readouterr().out
+    assert f"arrivals: the trace replays at 4 conv/s, x{4 / own:.3g} its own {own:.4g} conv/s (qps given)" in out
+    assert main(["run", "--trace", str(DATA / "example_sharegpt.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["arrivals"]["rule"].startswith("default: the trace has no arrival")
+    assert main(["run", "conversations=5", "workload=small_tiny", "--json"]) == 0
+    assert "arrivals" not in json.loads(capsys.readouterr().out)        # synthetic runs: summary as before
 
 
 def test_sample_warnings_only_below_100() -> None:

@@ -51,15 +51,29 @@ def add_trace_args(p, trace_help: str) -> None:
 def cli_trace(args: Any, qps: Iterable[float], out: TextIO) -> tuple[Conversation, ...] | None:
     """Import ``args.trace`` (None if not given), printing to ``out`` what the import found and how each
     qps value times it (``TraceStats.describe``, ``describe_replay``)."""
+    convs = load_cli_trace(args, out)
+    if convs is not None:
+        describe_rates(convs, qps, out)
+    return convs
+
+
+def load_cli_trace(args: Any, out: TextIO) -> tuple[Conversation, ...] | None:
+    """Import ``args.trace`` (None if not given) and print what the import found; ``--time-unit`` or
+    ``--block-tokens`` without ``--trace`` is one ScenarioError."""
     if not getattr(args, "trace", None):
         for flag, value in (("--time-unit", getattr(args, "time_unit", None)),
                             ("--block-tokens", getattr(args, "block_tokens", None))):
             if value is not None:
                 raise ScenarioError(flag, "applies only to a trace; add --trace FILE")
         return None
-    from ..workloads.traces import describe_replay, import_trace   # the trace readers: only with a trace
+    from ..workloads.traces import import_trace   # the trace readers: only with a trace
     convs, stats = import_trace(args.trace, time_unit=args.time_unit, block_tokens=args.block_tokens)
     print(stats.describe(), file=out)
+    return convs
+
+
+def describe_rates(convs: tuple[Conversation, ...], qps: Iterable[float], out: TextIO) -> None:
+    """One line per qps value saying how it times the trace (``describe_replay``)."""
+    from ..workloads.traces import describe_replay
     for q in sorted(set(qps)):
         print(f"  qps={q:g}: {describe_replay(convs, q)}", file=out)
-    return convs

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import add_trace_args, cli_trace
+from .common import add_trace_args, describe_rates, load_cli_trace
 
 NAME = "run"
 
@@ -35,18 +35,35 @@ def add_parser(sub) -> None:
                         "side, as the Explore page does (with --json: {\"systems\": {\"PPD\": ..., \"PD\": ..., "
                         "\"Replica\": ...}})")
     r.add_argument("--records", metavar="CSV", help="also write per-request records to this CSV file")
-    add_trace_args(r, "replay a trace file (ShareGPT JSON, Mooncake JSONL, CSV); qps scales a timestamped "
-                      "trace's own rate")
+    add_trace_args(r, "replay a trace file (ShareGPT JSON, Mooncake JSONL, CSV): a timestamped trace "
+                      "replays at its own rate, or scaled to qps=... when given")
 
 
 def _fmt_ms(x) -> str:
     return "-" if x is None else f"{x:,.1f}"
 
 
+def _hardware_lines(sc: dict) -> list[str]:
+    """One line naming each role's GPU x TP and the fleet's price when the roles differ (per-role keys set)."""
+    from ..config.scenario import ROLE_KEYS, parse
+    if not any(sc.get(k) for k in ROLE_KEYS):
+        return []
+    scn = parse({k: v for k, v in sc.items() if k not in ("tp_p", "tp_d") or v})
+    roles = ", ".join(f"{r} on {g} x TP{t}" for r, (g, t) in scn.role_hardware().items())
+    return [f"hardware: {roles}; {scn.gpu_count} GPUs, fleet ${scn.fleet_usd_h:,.2f}/h"]
+
+
+def _arrival_lines(s: dict) -> list[str]:
+    """A trace run's arrival rate and why (``summary["arrivals"]``)."""
+    from ..workloads.trace_replay import describe_rate
+    return [f"arrivals: {describe_rate(s['arrivals'])}"] if s.get("arrivals") else []
+
+
 def format_summary(s: dict) -> str:
     sc = s["scenario"]
     lines = [f"scenario: layout={sc['layout']} policy={sc['policy']} gpu={sc['gpu']} model={sc['model']} "
-             f"workload={sc['workload']} qps={sc['qps']:g} bandwidth={sc['bandwidth_gbps']:g} GB/s",
+             f"workload={sc['workload']} qps={sc['qps']:.4g} bandwidth={sc['bandwidth_gbps']:g} GB/s",
+             *_hardware_lines(sc), *_arrival_lines(s),
              "",
              f"{'group':<10} {'count':>6}  {'TTFT mean':>10} {'p50':>8} {'p90':>8} {'p99':>9}  "
              f"{'TPOT mean':>9} {'p90':>6}  {'E2E mean':>9}   (ms)"]
@@ -106,6 +123,12 @@ def format_baselines(summaries: dict) -> str:
     return "\n".join(lines)
 
 
+def _note_arrivals(summary: dict, arrivals: dict | None) -> None:
+    """A trace run's summary says the rate it used and why (``replay_rate``)."""
+    if arrivals is not None:
+        summary["arrivals"] = dict(arrivals)
+
+
 def handle(args) -> int:
     from ..analysis.runs import run
     from ..config.page_keys import parse_link
@@ -113,14 +136,20 @@ def handle(args) -> int:
     sc, dropped = parse_link(args.pairs)
     if dropped:
         print(f"note: page-only keys ignored: {', '.join(dropped)}", file=sys.stderr)
-    trace = cli_trace(args, [sc.qps], sys.stderr)
+    trace, arrivals = load_cli_trace(args, sys.stderr), None
     if trace is not None:
-        from ..workloads.traces import assign_arrivals
+        from ..config.scenario import query_pairs
+        from ..workloads.traces import assign_arrivals, describe_rate, replay_rate
+        given = any(k == "qps" for k, _ in query_pairs(args.pairs))
+        arrivals = replay_rate(trace, sc.qps if given else None, sc.qps)
+        sc = sc.with_(qps=arrivals["qps"], workload="trace")
+        describe_rates(trace, [sc.qps], sys.stderr)
+        print(f"  {describe_rate(arrivals)}", file=sys.stderr)
         trace = assign_arrivals(trace, sc.qps, sc.seed)
-        if sc.workload != "trace":
-            sc = sc.with_(workload="trace")
     if args.baselines:
         results = {name: run(s, trace) for name, s in baselines(sc).items()}
+        for r in results.values():
+            _note_arrivals(r.summary, arrivals)
         if args.json:
             print(json.dumps({"systems": {name: r.summary for name, r in results.items()}}))
         else:
@@ -132,6 +161,7 @@ def handle(args) -> int:
                       ignore_index=True).to_csv(args.records, index=False)
         return 0
     res = run(sc, trace)
+    _note_arrivals(res.summary, arrivals)
     if args.json:
         print(json.dumps(res.summary))
     else:

@@ -8,7 +8,8 @@ from ..analysis.grid import MAX_GRID, PAPER_BASE, PAPER_QPS, expand_grid, paper_
 from ..analysis.output import format_table, out_format, write_frame
 from ..analysis.progress import TextProgress
 from ..analysis.sweep import run_grid
-from .common import add_executor_args, add_trace_args, cli_trace
+from ..config.scenario import SPEC
+from .common import add_executor_args, add_trace_args, describe_rates, load_cli_trace
 
 NAME = "sweep"
 
@@ -30,7 +31,8 @@ def add_parser(sub) -> None:
                         f"{','.join(f'{q:g}' for q in PAPER_QPS)} (3,060 runs) with "
                         + " ".join(f"{k}={v}" for k, v in PAPER_BASE.items()) + "; KEY=V pairs override")
     p.add_argument("--out", metavar="FILE", help="write all rows to FILE.csv or FILE.parquet")
-    add_trace_args(p, "replay a trace file (sets workload=trace); qps scales a timestamped trace's own rate")
+    add_trace_args(p, "replay a trace file (sets workload=trace): a timestamped trace replays at its own rate, "
+                      "or scaled to each qps=... given")
     add_executor_args(p)
 
 
@@ -42,11 +44,18 @@ def handle(args) -> int:
         paper = paper_grid_axes()
         base = {**{k: str(v) for k, v in PAPER_BASE.items()}, **base}
         axes = {**{k: v for k, v in paper.items() if k not in base}, **axes}
-    if args.trace:
+    trace = load_cli_trace(args, sys.stderr)
+    if trace is not None:
         base["workload"] = "trace"
         axes.pop("workload", None)
+        if "qps" not in base and "qps" not in axes:      # no qps given: the trace at its own rate
+            from ..workloads.traces import describe_rate, replay_rate
+            arrivals = replay_rate(trace, None, SPEC["qps"].default)
+            base["qps"] = repr(arrivals["qps"])
+            print(f"  {describe_rate(arrivals)}", file=sys.stderr)
     grid = expand_grid(base, axes)
-    trace = cli_trace(args, [sc.qps for sc in grid], sys.stderr)
+    if trace is not None:
+        describe_rates(trace, [sc.qps for sc in grid], sys.stderr)
     bar = TextProgress("sweep")
     try:
         df = run_grid(grid, executor=args.executor, scheduler=args.scheduler, workers=args.workers,

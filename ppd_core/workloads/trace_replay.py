@@ -3,6 +3,7 @@
 For a timestamped trace a run's ``qps`` is a time scale: ``assign_arrivals`` divides the arrivals by
 ``k = qps / native_rate`` (native rate = (conversations - 1) / arrival span), so the run offers ``qps``
 conversations per second, k times the trace's own load (``describe_replay`` says so in one line).
+When the user gives no ``qps``, a timestamped trace replays at its own rate (``replay_rate``: k = 1).
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from typing import Any
 import numpy as np
 
 from ..config.errors import ScenarioError
+from ..config.fields import SPEC
 from .conversation import Conversation
 from .trace_common import MAX_TRACE_SPAN_S, _renumber, _show
+
+MAX_TRACE_QPS = SPEC["qps"].hi     # the scenario's own qps cap
 
 
 def native_rate(convs: Iterable[Conversation]) -> float | None:
@@ -80,6 +84,37 @@ def assign_arrivals(convs: Iterable[Conversation], qps: float, seed: int) -> tup
         raise ScenarioError("qps", f"{qps:g} spreads the trace's {len(out):,} conversations over {last:,.0f} s, "
                                    f"past the cap of {MAX_TRACE_SPAN_S:,.0f} simulated seconds; raise qps")
     return _renumber((c.arrival_s, c.turns) for c in out)
+
+
+def replay_rate(convs: Iterable[Conversation], qps: float | None, default_qps: float) -> dict[str, Any]:
+    """The arrival rate a trace run uses, and why: ``qps`` when the user gave one (a timestamped trace is then
+    scaled by k = qps / native rate); otherwise the trace's own rate (k = 1, replayed as recorded), or
+    ``default_qps`` for a trace without a rate (its conversations get Poisson arrivals). Returns
+    ``{"qps", "trace_qps", "load_factor", "rule"}`` (``trace_qps``/``load_factor`` None without a rate); the
+    summary of a trace run carries it as ``arrivals``."""
+    rate = native_rate(convs)
+    if qps is not None:
+        _check_qps(qps)
+        rule = "given" if rate is None else "given: the trace's timestamps scaled to it"
+        return {"qps": qps, "trace_qps": rate, "load_factor": None if rate is None else qps / rate, "rule": rule}
+    if rate is None:
+        return {"qps": default_qps, "trace_qps": None, "load_factor": None,
+                "rule": "default: the trace has no arrival rate, its conversations get Poisson arrivals"}
+    if rate > MAX_TRACE_QPS:
+        raise ScenarioError("qps", f"the trace's own rate, {rate:.4g} conv/s, is past the cap of "
+                                   f"{MAX_TRACE_QPS:g}; give qps to scale it")
+    return {"qps": rate, "trace_qps": rate, "load_factor": 1.0, "rule": "the trace's own rate (no qps given)"}
+
+
+def describe_rate(arrivals: dict[str, Any]) -> str:
+    """One line for ``replay_rate``'s answer."""
+    q = arrivals["qps"]
+    if arrivals["load_factor"] is None:
+        return f"arrivals at {q:.4g} conv/s ({arrivals['rule']})"
+    if arrivals["load_factor"] == 1.0:
+        return f"the trace replays at its own rate, {q:.4g} conv/s, as recorded (give qps=... to scale it)"
+    return (f"the trace replays at {q:.4g} conv/s, x{arrivals['load_factor']:.3g} its own "
+            f"{arrivals['trace_qps']:.4g} conv/s (qps given)")
 
 
 def _check_qps(qps: Any) -> None:

@@ -72,7 +72,8 @@ from .trace_common import (CHARS_PER_TOKEN, CSV_ARRIVAL_COLUMNS, CSV_COLUMNS, FO
                            _renumber, _show)
 from .trace_formats import _parse_csv, _parse_sharegpt
 from .trace_mooncake import _parse_mooncake
-from .trace_replay import assign_arrivals, describe_replay, native_rate, time_scale  # noqa: F401 (re-exported)
+from .trace_replay import (assign_arrivals, describe_rate, describe_replay, native_rate, replay_rate,  # noqa: F401
+                           time_scale)  # (re-exported)
 from .trace_stats import TraceStats
 
 # ---- public API ----------------------------------------------------------------------------------------
@@ -147,4 +148,4 @@ __all__ = ["FORMATS", "CHARS_PER_TOKEN", "CSV_COLUMNS", "CSV_ARRIVAL_COLUMNS", "
            "MIN_SHARED_BLOCKS", "MAX_PREFIX_CANDIDATES", "TIME_UNITS", "UNASSIGNED_ARRIVAL", "MAX_TRACE_BYTES",
            "MAX_TRACE_REQUESTS", "MAX_TRACE_SPAN_S", "MAX_TRACE_TOKENS", "MAX_TRACE_TURNS", "TraceSource",
            "TraceStats", "estimate_tokens", "detect_format", "import_trace", "load_trace", "native_rate",
-           "time_scale", "describe_replay", "assign_arrivals", "trace_digest"]
+           "time_scale", "describe_replay", "assign_arrivals", "replay_rate", "describe_rate", "trace_digest"]
