@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ppd_core import FIELDS, SPEC, Scenario, ScenarioError, parse, parse_lenient
-from ppd_core.config.scenario import (ROLE_KEYS, MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_QUERY_CHARS, MAX_REQUESTS,
+from ppd_core.config.scenario import (OPTIONAL_KEYS, MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_QUERY_CHARS, MAX_REQUESTS,
                                render_value)
 
 CHOICE_PICKS = {"workload": "large_huge_paste", "model": "Qwen2.5-14B", "gpu": "H200", "tp": "4"}
@@ -67,8 +67,8 @@ def test_defaults_render_to_an_empty_query():
     assert Scenario().to_params() == {}
     assert parse("") == Scenario() == parse({}) == parse([])
     full = Scenario().to_params(include_defaults=True)
-    # every key, but the per-role hardware keys, which are written only when set (homogeneous links as before)
-    assert list(full) == [f.key for f in FIELDS if f.key not in ROLE_KEYS]
+    # every key, but the optional ones (per-role hardware, placement), written only when set (links as before)
+    assert list(full) == [f.key for f in FIELDS if f.key not in OPTIONAL_KEYS]
     assert parse(full) == Scenario()
 
 

@@ -100,9 +100,9 @@ def test_rows_are_tidy_checked_and_match_single_runs():
     grid = _grid()
     df = run_grid(grid, cache=False, check=check_invariants)
     assert len(df) == len(grid)
-    from ppd_core.config.scenario import ROLE_KEYS
+    from ppd_core.config.scenario import OPTIONAL_KEYS
     for f in FIELDS:
-        assert (f.key in df.columns) != (f.key in ROLE_KEYS)     # per-role hardware: a column only when set
+        assert (f.key in df.columns) != (f.key in OPTIONAL_KEYS)     # optional keys: a column only when set
     for col in ("turn2plus.ttft_ms.mean", "turn1.tpot_ms.p99", "all.e2e_ms.p50", "slo_attainment.ttft_100ms",
                 "slo_attainment.tpot_30ms", "kv.bytes", "local_share", "success_rate", "throughput.tokens_per_s",
                 "sim.events", "sim.simulated_s", "query"):

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ..config.errors import ScenarioError
-from ..config.scenario import FIELDS, ROLE_KEYS, SPEC, Scenario, _coerce, parse, render_value
+from ..config.scenario import FIELDS, SPEC, Scenario, _coerce, is_unset, parse, render_value
 
 MAX_GRID = 20_000                 # scenarios per sweep
 PAPER_QPS = (0.5, 1, 2, 4, 6, 8, 10, 12, 16, 20)
@@ -80,8 +80,8 @@ def query_strings(scenarios: Iterable[Scenario]) -> list[tuple[str, str]]:
         full, short = [], []
         for f in FIELDS:
             v = getattr(sc, f.key)
-            if v == "" and f.key in ROLE_KEYS:
-                continue                    # unset per-role hardware: as Scenario.to_query
+            if is_unset(f.key, v):
+                continue                    # an unset optional key (per-role hardware, placement): as to_query
             piece = memo.get((f.key, v))
             if piece is None:
                 piece = memo[(f.key, v)] = f"{f.key}={quote(render_value(v), safe=',._-')}"
@@ -114,8 +114,8 @@ def scenario_columns(sc: Scenario, query: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in FIELDS:
         v = getattr(sc, f.key)
-        if v == "" and f.key in ROLE_KEYS:
-            continue                        # unset per-role hardware: no column, as in the summary's scenario
+        if is_unset(f.key, v):
+            continue                        # an unset optional key: no column, as in the summary's scenario
         out[f.key] = render_value(v) if isinstance(v, tuple) else v
     out["query"] = sc.to_query() if query is None else query
     return out

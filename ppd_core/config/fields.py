@@ -86,6 +86,10 @@ def _gpu_names() -> tuple[str, ...]:
     return tuple(catalog.gpus())
 
 
+def _link_names() -> tuple[str, ...]:
+    return tuple(catalog.links())
+
+
 def _role_gpu_names() -> tuple[str, ...]:
     return ("",) + tuple(catalog.gpus())
 
@@ -108,8 +112,8 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("gpu_p", "choice", "", "", "GPU type of the P (prefill) nodes; empty = gpu. With gpu_d, a "
               "heterogeneous fleet: each node's latency, KV memory and weights fit come from its own GPU x TP.",
               choices=_role_gpu_names),
-    FieldSpec("gpu_d", "choice", "", "", "GPU type of the D and pD (decode) nodes; empty = gpu. R nodes always use "
-              "gpu.", choices=_role_gpu_names),
+    FieldSpec("gpu_d", "choice", "", "", "GPU type of the D and pD (decode) nodes; empty = gpu. R nodes use gpu "
+              "(see r_as_p / r_as_d).", choices=_role_gpu_names),
     FieldSpec("tp_p", "choice", "", "GPUs/node", "Tensor-parallel degree of the P nodes; empty = tp.",
               choices=("", "1", "2", "4", "8")),
     FieldSpec("tp_d", "choice", "", "GPUs/node", "Tensor-parallel degree of the D and pD nodes; empty = tp.",
@@ -120,6 +124,19 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("link_sharing", "choice", "fair", "", "fair: concurrent transfers share each node's link "
               "(max-min fair); independent: every transfer gets the full bandwidth (the paper's Eq.2).",
               choices=LINK_SHARING),
+    FieldSpec("r_as_p", "int", 0, "nodes", "R nodes (the first ones) on the P nodes' hardware (gpu_p x tp_p) "
+              "instead of gpu x tp: the Replica baseline of a mixed fleet sets it. Capped by the layout's R nodes.",
+              lo=0, hi=256),
+    FieldSpec("r_as_d", "int", 0, "nodes", "R nodes (the last ones) on the D / pD nodes' hardware (gpu_d x tp_d) "
+              "instead of gpu x tp, after the r_as_p ones: the Replica baseline of a mixed fleet sets it. Capped by "
+              "the layout's R nodes.", lo=0, hi=256),
+    FieldSpec("gpus_per_server", "int", 0, "GPUs", "GPUs per server: nodes fill servers in layout order (R, P, "
+              "D, pD), a node never split; a KV transfer from a P to a D in another server goes over cross_link. "
+              "0 = every node in one server (one NVLink domain, the paper's 4xH100 testbed).", lo=0, hi=4_096),
+    FieldSpec("cross_link", "choice", "IB-NDR", "", "Link class between servers (data/links.json, sourced): its "
+              "effective bandwidth per GPU and direction and its latency replace bandwidth_gbps and "
+              "link_latency_us for a transfer that crosses servers. Only with gpus_per_server > 0.",
+              choices=_link_names),
     FieldSpec("qps", "float", 4.0, "conv/s", "Conversation arrival rate (Poisson), as in the paper's benchmarks.",
               lo=0.0, hi=1_000.0, lo_open=True),
     FieldSpec("workload", "choice", "sharegpt", "", "Workload: the 18 synthetic cells (small_tiny ... "

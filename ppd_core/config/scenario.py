@@ -14,9 +14,19 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from . import catalog
 from .errors import ScenarioError
-from .layout import ROLES, Layout, parse_layout
+from .layout import Layout, parse_layout
 
 ROLE_KEYS = ("gpu_p", "gpu_d", "tp_p", "tp_d")   # per-role hardware; "" = the fleet's gpu / tp
+#: Keys added after links, JSON and sweep columns had their shape (issue #29): each is written only when set
+#: (its value differs from this unset value), so a run without them reads exactly as before.
+OPTIONAL_KEYS: Mapping[str, Any] = {**{k: "" for k in ROLE_KEYS}, "r_as_p": 0, "r_as_d": 0,
+                                   "gpus_per_server": 0, "cross_link": "IB-NDR"}
+_UNSET = object()
+
+
+def is_unset(key: str, value: Any) -> bool:
+    """True for an optional key at its unset value (``OPTIONAL_KEYS``): left out of links, JSON and columns."""
+    return OPTIONAL_KEYS.get(key, _UNSET) == value
 
 from .fields import (CLIENTS, FIELDS, LINK_SHARING, MAX_ARRIVAL_SPAN_S, MAX_CONVERSATIONS, MAX_QUERY_CHARS,  # noqa: F401
                      MAX_REQUESTS, MAX_TURNS, P_ROUTERS, POLICIES, SPEC, FieldSpec, _brief, _fmt, _key_label)
@@ -110,6 +120,10 @@ class Scenario:
     bandwidth_gbps: float = 150.0
     link_latency_us: float = 5.0
     link_sharing: str = "fair"
+    r_as_p: int = 0
+    r_as_d: int = 0
+    gpus_per_server: int = 0
+    cross_link: str = "IB-NDR"
     qps: float = 4.0
     workload: str = "sharegpt"
     turns: int = 0
@@ -147,28 +161,60 @@ class Scenario:
 
     # ---- per-role hardware (issue #29): P nodes take gpu_p / tp_p, D and pD nodes gpu_d / tp_d, R nodes (and an
     # empty per-role key) the fleet's gpu / tp ---------------------------------------------------------------
+    # R nodes built from a mixed fleet's P or D hardware (``r_as_p``, ``r_as_d``: the Replica baseline of a
+    # heterogeneous scenario) are the hardware roles "R@P" and "R@D".
     def gpu_for(self, role: str) -> str:
-        own = self.gpu_p if role == "P" else self.gpu_d if role in ("D", "pD") else ""
+        own = self.gpu_p if role in ("P", "R@P") else self.gpu_d if role in ("D", "pD", "R@D") else ""
         return own or self.gpu
 
     def tp_for(self, role: str) -> int:
-        own = self.tp_p if role == "P" else self.tp_d if role in ("D", "pD") else ""
+        own = self.tp_p if role in ("P", "R@P") else self.tp_d if role in ("D", "pD", "R@D") else ""
         return int(own or self.tp)
+
+    def node_roles(self) -> list[str]:
+        """The hardware role of each node, in ``Layout.roles()`` order (the engine's node ids): the layout's
+        role, except that the first ``r_as_p`` R nodes are "R@P" (on the P nodes' hardware) and the last
+        ``r_as_d`` of the others "R@D" (on the D / pD nodes' hardware); counts past the layout's R nodes have
+        no node to act on (a layout without R ignores both, so a Replica link's keys survive a layout change)."""
+        roles = self.layout_obj.roles()
+        n_r = roles.count("R")
+        for i in range(n_r):
+            if i < self.r_as_p:
+                roles[i] = "R@P"
+            elif i >= n_r - self.r_as_d:
+                roles[i] = "R@D"
+        return roles
 
     @property
     def heterogeneous(self) -> bool:
-        """True when some role present in the layout runs on other hardware than gpu x tp."""
-        return any((self.gpu_for(r), self.tp_for(r)) != (self.gpu, self.tp_degree)
-                   for r in set(self.layout_obj.roles()))
+        """True when some node of the layout runs on other hardware than gpu x tp."""
+        return any((self.gpu_for(r), self.tp_for(r)) != (self.gpu, self.tp_degree) for r in set(self.node_roles()))
+
+    def servers(self) -> tuple[int, ...]:
+        """The server index of each node (in ``Layout.roles()`` order, the engine's node ids): nodes fill
+        servers of ``gpus_per_server`` GPUs in order, a node (its TP GPUs) never split; all 0 when
+        ``gpus_per_server`` is 0 (one server)."""
+        cap = self.gpus_per_server
+        roles = self.node_roles()
+        if cap == 0:
+            return (0,) * len(roles)
+        out, server, used = [], 0, 0
+        for r in roles:
+            tp = self.tp_for(r)
+            if used + tp > cap:
+                server, used = server + 1, 0
+            out.append(server)
+            used += tp
+        return tuple(out)
 
     def role_hardware(self) -> dict[str, tuple[str, int]]:
-        """{role: (GPU, TP)} of every role present in the layout, in R, P, D, pD order."""
-        return {r: (self.gpu_for(r), self.tp_for(r)) for r in ROLES if r in set(self.layout_obj.roles())}
+        """{hardware role: (GPU, TP)} of every role present (``node_roles``), in node order."""
+        return {r: (self.gpu_for(r), self.tp_for(r)) for r in dict.fromkeys(self.node_roles())}
 
     @property
     def gpu_count(self) -> int:
         """GPUs of the layout: the sum over nodes of each node's tensor-parallel degree."""
-        return sum(self.tp_for(r) for r in self.layout_obj.roles())
+        return sum(self.tp_for(r) for r in self.node_roles())
 
     def price_for(self, gpu: str) -> float:
         """Hourly price of one GPU of type ``gpu``: ``gpu_price_usd_h`` for the fleet's own type when set, else
@@ -180,7 +226,7 @@ class Scenario:
     @property
     def fleet_usd_h(self) -> float:
         """Hourly price of the whole fleet: each node's GPUs at its own type's price."""
-        return sum(self.tp_for(r) * self.price_for(self.gpu_for(r)) for r in self.layout_obj.roles())
+        return sum(self.tp_for(r) * self.price_for(self.gpu_for(r)) for r in self.node_roles())
 
     @property
     def price_usd_h(self) -> float:
@@ -197,6 +243,11 @@ class Scenario:
         return convs * turns
 
     def _check_caps(self) -> None:
+        if self.gpus_per_server:
+            widest = max(self.tp_for(r) for r in set(self.node_roles()))
+            if widest > self.gpus_per_server:
+                raise ScenarioError("gpus_per_server", f"{self.gpus_per_server} is smaller than a node's "
+                                                       f"{widest} GPUs (tp); must be 0 or at least {widest}")
         if self.arrival_window_s > 0:
             if self.qps * self.arrival_window_s > MAX_CONVERSATIONS:
                 raise ScenarioError("qps", f"qps x arrival_window_s = {self.qps * self.arrival_window_s:.0f} "
@@ -215,8 +266,8 @@ class Scenario:
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in ROLE_KEYS and v == "":
-                continue        # per-role hardware appears only when set: a homogeneous run's JSON is as before
+            if is_unset(f.name, v):
+                continue        # per-role hardware / placement only when set: a run without them reads as before
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
 
@@ -225,7 +276,7 @@ class Scenario:
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if (not include_defaults and v == SPEC[f.name].default) or (f.name in ROLE_KEYS and v == ""):
+            if (not include_defaults and v == SPEC[f.name].default) or is_unset(f.name, v):
                 continue        # an unset per-role key is never written: links and cache keys stay as before
             out[f.name] = render_value(v)
         return out
@@ -323,20 +374,32 @@ def parse_lenient(source: str | Mapping[str, Any] | Iterable[str]) -> tuple[Scen
             else:
                 problems.append(ScenarioError(k, f"{str(exc).split(': ', 1)[1]}; using default "
                                                  f"{render_value(spec.default)}"))
-    try:
-        return Scenario(**values), problems
-    except ScenarioError as exc:
-        # a cross-field cap: drop the size keys back to defaults
-        problems.append(ScenarioError(exc.key, f"{str(exc).split(': ', 1)[1]}; using defaults for size keys"))
-        for k in ("conversations", "turns", "qps", "arrival_window_s"):
-            values.pop(k, None)
-        return Scenario(**values), problems
+    size_keys = ("conversations", "turns", "qps", "arrival_window_s")
+    for _ in range(len(values) + 1):
+        try:
+            return Scenario(**values), problems
+        except ScenarioError as exc:
+            reason = str(exc).split(": ", 1)[1]
+            if exc.key in values and exc.key not in size_keys:    # e.g. gpus_per_server narrower than a node
+                problems.append(ScenarioError(exc.key, f"{reason}; using default "
+                                                       f"{render_value(SPEC[exc.key].default)}"))
+                values.pop(exc.key)
+                continue
+            # a cross-field cap on the run's size: drop the size keys back to defaults
+            problems.append(ScenarioError(exc.key, f"{reason}; using defaults for size keys"))
+            for k in size_keys:
+                values.pop(k, None)
+    return Scenario(), problems
 
 
 def baselines(sc: Scenario) -> dict[str, Scenario]:
-    """The scenario itself ("PPD"), the same GPUs as classic PD (pD -> D, x=0) and as replicas."""
+    """The scenario itself ("PPD"), the same GPUs as classic PD (pD -> D, x=0) and as replicas (of a mixed
+    fleet: every replica on the GPUs of the node it replaces, ``r_as_p`` / ``r_as_d``)."""
     from .layout import pd_layout, replica_layout
     lay = sc.layout_obj
-    return {"PPD": sc,
-            "PD": sc.with_(layout=pd_layout(lay).text, policy="pd"),
-            "Replica": sc.with_(layout=replica_layout(lay).text)}
+    if sc.heterogeneous:    # replicas on the same mixed GPUs: each R node on the hardware of the node it replaces
+        replica = sc.with_(layout=replica_layout(lay).text, r_as_p=sc.r_as_p + lay.n_P,
+                           r_as_d=sc.r_as_d + lay.n_D + lay.n_pD)
+    else:
+        replica = sc.with_(layout=replica_layout(lay).text)
+    return {"PPD": sc, "PD": sc.with_(layout=pd_layout(lay).text, policy="pd"), "Replica": replica}

@@ -12,6 +12,7 @@ from collections import deque
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final
 
+from ..config.catalog import links
 from ..config.errors import ScenarioError
 from ..config.layout import parse_layout
 from ..workloads.conversation import Conversation
@@ -67,10 +68,10 @@ class Simulator(Client):
         lay = parse_layout(sc.layout)
         counters: dict[str, int] = {}
         self.nodes: list[Node] = []
-        for role in lay.roles():
+        for role, hw in zip(lay.roles(), sc.node_roles()):   # hw: the node's hardware role (R@P: an R on P's GPUs)
             i = counters.get(role, 0)
             counters[role] = i + 1
-            self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pms[role] if pms else pm,
+            self.nodes.append(Node(len(self.nodes), role, f"{role}{i}", self, pms[hw] if pms else pm,
                                    sc.max_batched_tokens,
                                    max_seqs=sc.max_num_seqs, exact=exact))
         self.p_nodes = [n for n in self.nodes if n.role == "P"]
@@ -80,8 +81,14 @@ class Simulator(Client):
         self._route = (0, 0)                 # (key, slot) of the request being routed
         self._picked: Node | None = None     # the router's answer for _route (asked by Eq.1, then by _send)
         tp = min(sc.tp_for("P"), sc.tp_for("D"))   # a node's link scales with its GPUs; the narrower end limits
-        self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
-                             sc.link_sharing == "fair")
+        if sc.gpus_per_server and len(set(sc.servers())) > 1:    # nodes in several servers: NICs between them
+            cross = links()[sc.cross_link]
+            self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
+                                 sc.link_sharing == "fair", cross.bandwidth_gbps * 1e9 * tp,
+                                 cross.latency_us * 1e-6, sc.servers())
+        else:
+            self.fabric = Fabric(self, sc.bandwidth_gbps * 1e9 * tp, sc.link_latency_us * 1e-6,
+                                 sc.link_sharing == "fair")
         # entries (t, seq, kind, a, b), typed as plain objects: the compiled engine then stores and compares
         # the tuples as they are (typed, it unboxes them into C structs and boxes them anew to compare)
         self.heap: list[Any] = []

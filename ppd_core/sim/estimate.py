@@ -135,7 +135,8 @@ def estimate(view: "ClusterView", req: "Request", d: "NodeView") -> dict[str, fl
     p_backlog = p.busy_left() + drain(ppm, p.prefill_queue(), None, 0, 0, budget, ppm.p_send_s)
     t_p = hop_p + max(p_backlog - hop_p, 0.0) + drain(ppm, [], own_p, 0, 0, budget, ppm.p_send_s)
     share = 1 + max(view.transfers_on(p.nid), view.transfers_on(d.nid))
-    xfer = view.link_latency_s + prompt * pm.kv_bytes_per_token * share / view.link_bandwidth_Bps
+    link_s, link_Bps = view.link(p.nid, d.nid)       # the pair's link: one server's, or across servers
+    xfer = link_s + prompt * pm.kv_bytes_per_token * share / link_Bps
     handoff = pm.pd_handoff(prompt, active)
     blocks = pm.p.kv_recv_blocks_decode >= 0.5
     # D by the time the KV has arrived: what is left of its queue, else of the decode step in progress

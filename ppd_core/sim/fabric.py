@@ -1,7 +1,9 @@
 """KV transfers from P to decode nodes.
 
 ``fair``: each node has one link of ``bandwidth`` per direction (``tp`` links in parallel for a TP node, as
-each GPU ships its own KV shard). Concurrent transfers share them max-min fairly (progressive filling over
+each GPU ships its own KV shard) inside its server, and one NIC port of the cross-server class per direction
+(``gpus_per_server``: nodes fill servers in layout order; a P and a D in two servers talk over
+``cross_link``). A transfer uses the pair's class: the intra-server link or the NIC ports at both ends. Concurrent transfers share them max-min fairly (progressive filling over
 every sender's egress and every receiver's ingress), recomputed whenever a transfer starts or ends.
 ``independent``: every transfer gets the full bandwidth, as the paper's Eq.2 delay model assumes.
 Either way a transfer of N bytes alone takes ``latency + N / bandwidth``.
@@ -18,10 +20,11 @@ EPS_BYTES: Final = 1e-3
 
 
 class Flow:
-    __slots__ = ("req", "src", "dst", "remaining", "rate", "nbytes", "start")
+    __slots__ = ("req", "src", "dst", "remaining", "rate", "nbytes", "start", "cross")
 
-    def __init__(self, req, src: int, dst: int, nbytes: float, start: float):
+    def __init__(self, req, src: int, dst: int, nbytes: float, start: float, cross: bool = False):
         self.req, self.src, self.dst = req, src, dst
+        self.cross = cross
         self.remaining = float(nbytes)
         self.nbytes = nbytes
         self.rate = 0.0
@@ -30,13 +33,20 @@ class Flow:
 
 class Fabric:
     __slots__ = ("sim", "bw", "latency", "fair", "flows", "last", "version", "bytes_moved", "transfers",
-                 "busy_time", "on")
+                 "busy_time", "on", "cross_bw", "cross_latency", "server")
 
-    def __init__(self, sim: "Host", bandwidth_Bps: float, latency_s: float, fair: bool):
+    def __init__(self, sim: "Host", bandwidth_Bps: float, latency_s: float, fair: bool,
+                 cross_bandwidth_Bps: float = 0.0, cross_latency_s: float = 0.0,
+                 server: tuple[int, ...] = ()):
+        """``bandwidth_Bps`` / ``latency_s``: a transfer inside one server; ``cross_*``: between two servers;
+        ``server``: the server index of each node id (empty: every node in one server)."""
         self.sim = sim
         self.bw = bandwidth_Bps
         self.latency = latency_s
         self.fair = fair
+        self.cross_bw = cross_bandwidth_Bps
+        self.cross_latency = cross_latency_s
+        self.server = server
         self.flows: list[Flow] = []
         self.on: dict[int, int] = {}   # node id -> flows in progress from or to it (active_on)
         self.last = 0.0
@@ -45,16 +55,28 @@ class Fabric:
         self.transfers = 0
         self.busy_time = 0.0   # time with at least one flow in progress
 
+    def crosses(self, src: int, dst: int) -> bool:
+        """True when nodes ``src`` and ``dst`` sit in two servers (the transfer goes over the NICs)."""
+        server = self.server
+        return len(server) > 0 and server[src] != server[dst]
+
+    def pair(self, src: int, dst: int) -> tuple[float, float]:
+        """(latency s, bandwidth B/s) of one transfer alone from ``src`` to ``dst``."""
+        if self.crosses(src, dst):
+            return self.cross_latency, self.cross_bw
+        return self.latency, self.bw
+
     def start(self, req: "Request", src: int, dst: int, nbytes: int, now: float) -> None:
         self.transfers += 1
         self.bytes_moved += nbytes
+        cross = self.crosses(src, dst)
         if not self.fair:
-            duration = self.latency + nbytes / self.bw
-            self.busy_time += nbytes / self.bw
-            self.sim.transfer_done_at(now + duration, req, now)
+            lat, bw = self.pair(src, dst)
+            self.busy_time += nbytes / bw
+            self.sim.transfer_done_at(now + (lat + nbytes / bw), req, now)
             return
         self._advance(now)
-        self.flows.append(Flow(req, src, dst, nbytes, now))
+        self.flows.append(Flow(req, src, dst, nbytes, now, cross))
         on = self.on
         on[src] = on.get(src, 0) + 1
         if dst != src:
@@ -70,28 +92,36 @@ class Fabric:
         self.last = now
 
     def _rates(self) -> None:
-        """Max-min fair rates by progressive filling over egress (src) and ingress (dst) ports."""
+        """Max-min fair rates by progressive filling over egress (src) and ingress (dst) ports: a node's
+        intra-server link ports ("o", "i") and its NIC ports ("O", "I") are separate."""
         if len(self.flows) == 1:   # the common case: one transfer in flight gets the whole link
-            self.flows[0].rate = self.bw
+            f0 = self.flows[0]
+            f0.rate = self.cross_bw if f0.cross else self.bw
             return
         unfixed = list(self.flows)
         cap: dict[tuple[str, int], float] = {}
         for f in unfixed:
-            cap[("o", f.src)] = self.bw
-            cap[("i", f.dst)] = self.bw
+            if f.cross:
+                cap[("O", f.src)] = self.cross_bw
+                cap[("I", f.dst)] = self.cross_bw
+            else:
+                cap[("o", f.src)] = self.bw
+                cap[("i", f.dst)] = self.bw
         while unfixed:
             count: dict[tuple[str, int], int] = {}
             for f in unfixed:
-                count[("o", f.src)] = count.get(("o", f.src), 0) + 1
-                count[("i", f.dst)] = count.get(("i", f.dst), 0) + 1
+                out_p, in_p = (("O", f.src), ("I", f.dst)) if f.cross else (("o", f.src), ("i", f.dst))
+                count[out_p] = count.get(out_p, 0) + 1
+                count[in_p] = count.get(in_p, 0) + 1
             port = min(count, key=lambda p: (cap[p] / count[p], p))
             share = cap[port] / count[port]
             rest = []
             for f in unfixed:
-                if ("o", f.src) == port or ("i", f.dst) == port:
+                out_p, in_p = (("O", f.src), ("I", f.dst)) if f.cross else (("o", f.src), ("i", f.dst))
+                if out_p == port or in_p == port:
                     f.rate = share
-                    cap[("o", f.src)] -= share
-                    cap[("i", f.dst)] -= share
+                    cap[out_p] -= share
+                    cap[in_p] -= share
                 else:
                     rest.append(f)
             unfixed = rest
@@ -117,7 +147,7 @@ class Fabric:
             self.on[f.src] -= 1
             if f.dst != f.src:
                 self.on[f.dst] -= 1
-            self.sim.transfer_done_at(now + self.latency, f.req, f.start)
+            self.sim.transfer_done_at(now + (self.cross_latency if f.cross else self.latency), f.req, f.start)
         self._reschedule(now)
 
     def active_on(self, nid: int) -> int:

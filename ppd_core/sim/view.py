@@ -119,6 +119,11 @@ class ClusterView:
         p: Node = self._sim.pick_p()
         return self._nodes[p.nid]
 
+    def link(self, src: int, dst: int) -> tuple[float, float]:
+        """(latency s, bandwidth B/s) of one KV transfer alone from node ``src`` to node ``dst``: the
+        intra-server link, or the cross-server class when they sit in two servers."""
+        return self._fabric.pair(src, dst)
+
     def transfers_on(self, nid: int) -> int:
         """KV transfers in flight from or to node ``nid``."""
         return self._fabric.active_on(nid)
