@@ -125,8 +125,10 @@ def for_scenario(sc) -> dict:
     per_role = [expected_error(g, sc.model, t, sc.layout, sc.workload) for g, t in sc.role_hardware().values()]
     table = error_classes()
     errs = {m: max([table["extrapolated"].errors[m]] + [e["errors_pct"][m] for e in per_role]) for m in METRICS}
-    reasons = ["a heterogeneous fleet (" + ", ".join(f"{r} on {g} x TP {t}" for r, (g, t) in
-                                                    sc.role_hardware().items()) + ") was never measured"]
+    # named by its hardware, not its roles: PPD, PD and the Replica of one fleet then give the same reason
+    hw = dict.fromkeys(sc.role_hardware().values())
+    reasons = ["a fleet mixing " + " and ".join(f"{g} x TP {t}" for g, t in hw) + " (a heterogeneous fleet) "
+               "was never measured"]
     reasons += list(dict.fromkeys(r for e in per_role for r in e["reasons"]))
     return {"class": "extrapolated", "label": table["extrapolated"].label, "errors_pct": errs, "reasons": reasons,
             "source": table["extrapolated"].source}
