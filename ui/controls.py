@@ -17,7 +17,7 @@ def link_presets() -> tuple[tuple[str, float, float], ...]:
     """Bandwidth presets (label, GB/s, latency us), from data/links.json via the catalog."""
     from ppd_core.config import catalog
     labels = {"NVLink": "NVLink", "IB-NDR": "IB NDR", "IB-HDR": "IB HDR", "100GbE": "100GbE",
-              "RoCE-400G": "RoCE 400G", "PCIe-Gen5": "PCIe 5", "PCIe-Gen4": "PCIe 4"}
+              "RoCE-400G": "RoCE", "PCIe-Gen5": "PCIe 5", "PCIe-Gen4": "PCIe 4"}
     return tuple((labels.get(name, name), float(link.bandwidth_gbps), float(link.latency_us))
                  for name, link in catalog.links().items())
 
@@ -102,7 +102,7 @@ def _scenario_controls() -> dict[str, Control]:
         _c("w_tpot", "w_tpot: weight of TPOT loss", "slider", lo=0.0, hi=100.0, step=0.1, fmt="%.1f"),
         _c("qps", "Load: conversation arrival rate", "slider", lo=0.1, hi=50.0, step=0.1, fmt="%.1f"),
         _c("bandwidth_gbps", "KV-transfer bandwidth", "slider", lo=1.0, hi=400.0, step=0.5, fmt="%.1f"),
-        _c("gpus_per_server", "GPUs per server (0 = all in one)", "number", lo=0,
+        _c("gpus_per_server", "Servers: GPUs each, 0 = one server", "number", lo=0,
            hi=int(SPEC["gpus_per_server"].hi), step=1),
         _c("cross_link", "Link between servers", "select", options=SPEC["cross_link"].choice_list()),
         _c("gpu", "GPU type", "select", options=SPEC["gpu"].choice_list()),
