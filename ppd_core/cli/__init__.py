@@ -27,7 +27,8 @@ class _Version(argparse.Action):
                          help="print the version and which engine runs (compiled or python), then exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(0, version_text() + "\n")
+        print(version_text())
+        parser.exit(0)
 
 
 def version_text() -> str:
