@@ -33,6 +33,7 @@ WORKDIR /home/ppd
 ENV PYTHONUNBUFFERED=1 \
     BROWSER_PATH=/usr/bin/chromium
 EXPOSE 8501
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --start-interval=2s --retries=3 \
+# (no --start-interval: Docker engines before 25 refuse it)
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import sys, urllib.request; r = urllib.request.urlopen('http://localhost:8501/_stcore/health', timeout=4); sys.exit(0 if r.read().strip() == b'ok' else 1)"]
 CMD ["ppd", "app", "--address", "0.0.0.0"]
