@@ -1,6 +1,8 @@
-"""Build the compiled engine: mypyc turns the modules in ``ppd_core.config.accel.COMPILED`` into C extensions
-in ``.build/mypyc/`` and records the SHA-256 of the sources it compiled. ``scripts/setup.sh`` runs it; the
-pure-Python modules stay the reference and run whenever the build is missing or stale (see accel.py).
+"""Build the compiled engine of a checkout: mypyc turns the modules in ``ppd_core.config.accel.COMPILED`` into
+C extensions in ``.build/mypyc/`` and records the SHA-256 of the sources it compiled. ``scripts/setup.sh`` runs
+it; the pure-Python modules stay the reference and run whenever the build is missing or stale (see accel.py).
+The recipe (mypy flags, the build_ext that lays the folder out) is the wheel's, in ``setup.py``: a wheel
+carries the same folder as ``ppd_core/_compiled/``.
 
     .venv/bin/python scripts/build_engine.py            # build (about 20-40 s on 2 cores)
     .venv/bin/python scripts/build_engine.py --check    # say whether the build is current; exit 1 if not
@@ -11,7 +13,6 @@ headers. The build goes to a temporary folder first and replaces the old one onl
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -24,46 +25,43 @@ sys.path.insert(0, str(ROOT))
 
 from ppd_core.config import accel  # noqa: E402
 
-# mypy's view of the sources: modules outside COMPILED are read for their types only, and their own type
-# errors (or missing stubs of third-party packages) do not stop the build
-MYPY_FLAGS = ("--follow-imports=silent", "--ignore-missing-imports", "--python-version",
-              f"{sys.version_info.major}.{sys.version_info.minor}")
+
+def recipe():
+    """The repository's setup.py as a module (imported, it builds nothing: only its __main__ calls setup())."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ppd_setup", ROOT / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build() -> float:
     try:
-        from mypyc.build import mypycify
-        from setuptools import setup
+        import mypyc.build  # noqa: F401
+        import setuptools
     except ImportError as exc:
         raise SystemExit(f"build_engine: {exc.name} is not installed (pip install -r requirements-build.txt)")
-    # setuptools reads the repository's pyproject.toml and warns that its [tool.setuptools] table is "beta":
-    # nothing of that table is used here (build_ext only), so the warning is noise in every setup
+    # setuptools reads the repository's pyproject.toml and may warn about its [tool.setuptools] table: nothing
+    # of that table is used here (build_ext only), so the warning is noise in every setup
     warnings.filterwarnings("ignore", message=r"Support for `\[tool\.setuptools\]`")
-    digest = accel.sources_digest()
+    ppd_setup = recipe()
     t0 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="ppd-mypyc-"))
-    out = work / "lib"
-    cwd = os.getcwd()
-    os.chdir(ROOT)                      # mypycify names the modules by their paths relative to here
+    lib = work / "lib"
     try:
-        exts = mypycify([*MYPY_FLAGS, *accel.COMPILED], opt_level="3", target_dir=str(work / "c"))
-        setup(name="ppd-core-compiled", ext_modules=exts, script_args=[
-            "-q", "build_ext", "--build-lib", str(out), "--build-temp", str(work / "tmp"),
-            "--parallel", str(os.cpu_count() or 1)])
+        setuptools.setup(name="ppd-core-compiled", ext_modules=ppd_setup.engine_extensions(str(work / "c")),
+                         cmdclass={"build_ext": ppd_setup.BuildEngine}, script_args=[
+                             "-q", "build_ext", "--build-lib", str(lib), "--build-temp", str(work / "tmp")])
+        out = lib / "ppd_core" / accel.WHEEL_BUILD          # where BuildEngine put the build, digest included
+        accel.BUILD_DIR.parent.mkdir(parents=True, exist_ok=True)
+        old = accel.BUILD_DIR.with_name(accel.BUILD_DIR.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if accel.BUILD_DIR.exists():
+            accel.BUILD_DIR.rename(old)
+        shutil.move(str(out), str(accel.BUILD_DIR))
+        shutil.rmtree(old, ignore_errors=True)
     finally:
-        os.chdir(cwd)
-    if accel.sources_digest() != digest:
         shutil.rmtree(work, ignore_errors=True)
-        raise SystemExit("build_engine: the sources changed during the build; run it again")
-    (out / accel.DIGEST_FILE).write_text(digest + "\n")
-    accel.BUILD_DIR.parent.mkdir(parents=True, exist_ok=True)
-    old = accel.BUILD_DIR.with_name(accel.BUILD_DIR.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if accel.BUILD_DIR.exists():
-        accel.BUILD_DIR.rename(old)
-    shutil.move(str(out), str(accel.BUILD_DIR))
-    shutil.rmtree(old, ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
     return time.perf_counter() - t0
 
 

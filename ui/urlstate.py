@@ -16,10 +16,13 @@ interaction and silently drops what it cannot parse, so it could not show the va
 """
 from __future__ import annotations
 
+import functools
+import logging
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
@@ -32,6 +35,10 @@ MAX_WARNINGS = 12
 SHADOW = "_scenario_params"      # canonical params of the scenario last shown (carried between pages)
 WRITTEN = "_url_written"         # the query this session last wrote to the address bar
 PAGE = "_page"
+PUBLIC_URL_ENV = "PPD_PUBLIC_URL"   # optional: the address share links start with (a reverse proxy's public one)
+PAGE_PATHS = ("/sweep", "/learn", "/explore", "/advise", "/paper", "/validation")
+
+log = logging.getLogger(__name__)
 
 
 def short(v: Any, n: int = 40) -> str:
@@ -237,12 +244,51 @@ def write(page: str, sc: Scenario, extras: Sequence[Control] = ()) -> dict[str, 
     return query
 
 
+def public_url_problem(raw: str) -> str | None:
+    """Why ``raw`` cannot be the base of share links (None: it can): an absolute http(s) URL with a host and
+    optionally a path, without user name, query or fragment."""
+    if any(c.isspace() for c in raw):
+        return "it contains white space"
+    try:
+        parts = urlsplit(raw)
+        parts.port                        # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as exc:
+        return f"it is not a URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if parts.username is not None or parts.password is not None:
+        return "it must not carry a user name or password"
+    if parts.query or parts.fragment or raw.endswith(("?", "#")):
+        return "it must not carry a query (?…) or fragment (#…)"
+    return None
+
+
+@functools.cache
+def public_base(raw: str | None) -> str | None:
+    """The share links' base from ``PPD_PUBLIC_URL``'s value (no trailing slash), or None when unset. A bad value
+    is logged once per process, one line, and ignored (links then use the browser's address)."""
+    if raw is None or not raw.strip():
+        return None
+    problem = public_url_problem(raw.strip())
+    if problem:
+        log.warning("%s=%r is ignored: %s; share links use the address the browser shows", PUBLIC_URL_ENV,
+                    short(raw, 80), problem)
+        return None
+    return raw.strip().rstrip("/")
+
+
 def link(page_path: str, query: Mapping[str, str]) -> str:
-    """The full share link of ``query`` on ``page_path`` ("" = Explore)."""
-    base = (st.context.url or "http://localhost:8501").split("?")[0].rstrip("/")
-    for p in ("/sweep", "/learn", "/explore", "/advise", "/paper", "/validation"):
-        if base.endswith(p):
-            base = base[: -len(p)]
+    """The full share link of ``query`` on ``page_path`` ("" = Explore): on ``PPD_PUBLIC_URL`` when it is set
+    and valid, else on the address the visitor's browser shows (``st.context.url``: the public address, also
+    behind a proxy), less the page's own path."""
+    base = public_base(os.environ.get(PUBLIC_URL_ENV))
+    if base is None:
+        base = (st.context.url or "http://localhost:8501").split("?")[0].rstrip("/")
+        for p in PAGE_PATHS:
+            if base.endswith(p):
+                base = base[: -len(p)]
     q = urlencode(query, safe=",")
     return f"{base}/{page_path}" + (f"?{q}" if q else "")
 

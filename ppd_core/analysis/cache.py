@@ -1,7 +1,9 @@
 """The sweep cache on disk: Parquet files under ``<cache dir>/<code version>/``, one row per scenario keyed
 by a hash of the scenario's full query string (defaults included) and, for ``workload=trace``, the trace's
 digest. The code version hashes ``ppd_core/**/*.py`` and ``data/*.json``, so editing the simulator or a
-catalog starts a fresh cache. Default directory: ``$PPD_CACHE_DIR`` or ``.cache/sweeps`` in the repository.
+catalog starts a fresh cache. Default directory: ``$PPD_CACHE_DIR``, else ``.cache/sweeps`` in a checkout, or
+``$XDG_CACHE_HOME/ppd-explorer/sweeps`` (``~/.cache/…``) for an installed package, whose site-packages is no
+place for it.
 
 A process whose loaded ppd_core no longer matches the files (edited since it started: ``is_stale()``)
 bypasses the cache. The only thing recorded at import is an immutable stamp (path, size, mtime) of the
@@ -16,7 +18,7 @@ import os
 import uuid
 from pathlib import Path
 
-from ..config.paths import DATA_DIR, PACKAGE_DIR, REPO_ROOT
+from ..config.paths import DATA_DIR, INSTALLED, PACKAGE_DIR, REPO_ROOT
 from ..config.scenario import Scenario
 
 COMPACT_AFTER = 16                # cache parts per code version before they are merged into one
@@ -107,7 +109,11 @@ def loaded_code_version() -> str:
 
 def default_cache_dir() -> Path:
     env = os.environ.get("PPD_CACHE_DIR")
-    return Path(env) if env else REPO_ROOT / ".cache" / "sweeps"
+    if env:
+        return Path(env)
+    if INSTALLED:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ppd-explorer" / "sweeps"
+    return REPO_ROOT / ".cache" / "sweeps"
 
 
 def scenario_key(sc: Scenario, trace_id: str = "", full_query: str | None = None) -> str:

@@ -1,5 +1,5 @@
-"""Layer 9: the command line, ``python -m ppd_core run|bench|sweep|goodput|advise|validate|calibrate|paper ...`` (also
-installed as ``ppd``). One module per command, each with ``NAME``, ``add_parser(sub)`` and ``handle(args)``;
+"""Layer 9: the command line, ``python -m ppd_core run|bench|sweep|goodput|advise|validate|calibrate|paper|app ...``
+(also installed as ``ppd``; ``ppd --version`` also says which engine runs). One module per command, each with ``NAME``, ``add_parser(sub)`` and ``handle(args)``;
 the library modules below hold no argparse.
 
 Bad input never prints a traceback: one line naming the input and what is allowed, exit status 2.
@@ -16,12 +16,38 @@ from ..config.errors import PPDError
 from .common import Parser
 
 # in the order `--help` lists them; a command's module is imported only when it runs or `--help` lists them all
-COMMANDS = ("run", "bench", "sweep", "goodput", "calibrate", "validate", "paper", "advise")
+COMMANDS = ("run", "bench", "sweep", "goodput", "calibrate", "validate", "paper", "advise", "app")
+
+
+class _Version(argparse.Action):
+    """``--version``: the package's version and the engine this process would run (compiled or pure Python)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and which engine runs (compiled or python), then exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
+def version_text() -> str:
+    """``ppd-explorer 0.1.0, engine compiled (PPD_COMPILED=auto, build /…/_compiled)``."""
+    from importlib import metadata
+    from ..config import accel
+    try:
+        version = metadata.version("ppd-explorer")
+    except metadata.PackageNotFoundError:
+        version = "(not installed: a checkout)"
+    build = accel.engine_build()
+    where = f", build {accel.BUILD_DIR}" if build == "compiled" else ""
+    return f"ppd-explorer {version}, engine {build} ({accel.ENV}={os.environ.get(accel.ENV, 'auto')}{where})"
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or of command ``only`` alone (so ``run`` imports nothing of ``paper``)."""
     p = Parser(prog="python -m ppd_core", description="PPD Explorer simulator")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for name in (only,) if only in COMMANDS else COMMANDS:
         __import__(f"{__name__}.{name}")    # not importlib.import_module, whose imports -X importtime hides

@@ -34,7 +34,8 @@ def add_executor_args(p) -> None:
     p.add_argument("--workers", type=int, metavar="N",
                    help=f"local processes (default: all cores) or LocalCluster workers, 1-{MAX_WORKERS}")
     p.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the disk cache ($PPD_CACHE_DIR or .cache/sweeps)")
+                   help="neither read nor write the disk cache ($PPD_CACHE_DIR, else .cache/sweeps in a checkout, "
+                        "~/.cache/ppd-explorer/sweeps when installed)")
 
 
 def add_trace_args(p, trace_help: str) -> None:

@@ -3,11 +3,14 @@ into C extensions (``scripts/build_engine.py``, run by ``scripts/setup.sh``), ~3
 byte-identical to the pure-Python modules, which stay the reference (``tests/test_compiled.py`` runs the golden
 outputs through both).
 
-The build lives outside the source tree, in ``.build/mypyc/`` (``ppd_core/sim/engine.cpython-311-….so`` …
-and mypyc's shared runtime library), with the SHA-256 of the sources it was built from. The packages that
+In a checkout the build lives outside the source tree, in ``.build/mypyc/`` (``ppd_core/sim/engine.cpython-311-….so``
+… and mypyc's shared runtime library), with the SHA-256 of the sources it was built from. A wheel
+(``setup.py``) carries the same folder, built by the same recipe, as ``ppd_core/_compiled/`` beside the
+``.py`` sources it was built from; when that folder exists it is the build (``BUILD_DIR``). The packages that
 hold compiled modules (``ppd_core.sim``, ``ppd_core.model``, ``ppd_core.workloads``) call ``extend`` from their
 ``__init__``, which puts the build's folder first on the package's ``__path__`` when the build is used, so
-``import ppd_core.sim.engine`` finds the extension before the ``.py`` file.
+``import ppd_core.sim.engine`` finds the extension before the ``.py`` file. Kept apart from the sources, the
+extensions never shadow them: ``PPD_COMPILED=0`` gives the pure-Python engine from a wheel too.
 
 ``PPD_COMPILED`` (environment) decides, once per process:
 
@@ -25,11 +28,13 @@ import sys
 from functools import cache
 
 from .errors import PPDError
-from .paths import REPO_ROOT
+from .paths import PACKAGE_DIR, REPO_ROOT
 
 ENV = "PPD_COMPILED"
 CHOICES = ("auto", "0", "1")
-BUILD_DIR = REPO_ROOT / ".build" / "mypyc"
+WHEEL_BUILD = "_compiled"            # the build's folder inside an installed ppd_core (setup.py puts it there)
+BUILD_DIR = (PACKAGE_DIR / WHEEL_BUILD if (PACKAGE_DIR / WHEEL_BUILD).is_dir()
+             else REPO_ROOT / ".build" / "mypyc")
 DIGEST_FILE = "sources.sha256"
 
 #: The modules mypyc compiles, as paths under the repository. ``model/moe.py`` is here because it subclasses
