@@ -47,10 +47,11 @@ LINK = "layout=2P_2pD&policy=dynamic&qps=4&seed=7"      # the default ShareGPT w
 
 def moves_for(i: int, pairs: int) -> list[dict]:
     """Client ``i``'s burst of slider moves (each a dict of cumulative widget values): distinct per client, the
-    same for the two clients of a pair."""
+    same for the two clients of a pair. Every move changes a value (a browser sends nothing for a slider
+    released where it was): qps 4.1-8.0 (the link's is 4), w_tpot 1.1-4.7 (1), bandwidth 50-100 (150)."""
     j = i // 2 if i < 2 * pairs else i
-    qps = round(2.0 + 0.1 * j, 1)
-    burst = [{"qps": qps}, {"qps": qps, "w_tpot": round(1.0 + 0.1 * (j % 37), 1)}]
+    qps = round(4.1 + 0.1 * j, 1)
+    burst = [{"qps": qps}, {"qps": qps, "w_tpot": round(1.1 + 0.1 * (j % 37), 1)}]
     if j % 3 == 0:
         burst.append({**burst[-1], "bandwidth_gbps": 50.0 + 5 * (j % 11)})
     return burst
@@ -129,11 +130,21 @@ async def drive(i: int, base: str, link: str, burst: list[dict], own: dict, want
     return r
 
 
+def plan(link: str, n: int, pairs: int, offset: int = 0) -> tuple[list[dict], dict]:
+    """Each client's own scenarios (by its burst's cumulative values; "{}" the shared link), and the expected
+    numbers of every scenario (``ppd_core.run`` here)."""
+    own = []
+    for i in range(n):
+        own.append({json.dumps(v, sort_keys=True): scenario_of(link, v) for v in moves_for(offset + i, pairs)})
+        own[-1]["{}"] = ppd_core.parse(link)
+    return own, {sc: expected(sc) for sc in {sc for o in own for sc in o.values()}}
+
+
 async def classroom(base: str, link: str, n: int, pairs: int, own: list[dict], want: dict, timeout: float,
-                    gap: float) -> list[Result]:
+                    gap: float, offset: int = 0) -> list[Result]:
     start = asyncio.Event()
-    tasks = [asyncio.create_task(drive(i, base, link, moves_for(i, pairs), own[i], want, start, timeout, gap))
-             for i in range(n)]
+    tasks = [asyncio.create_task(drive(i, base, link, moves_for(offset + i, pairs), own[i], want, start, timeout,
+                                       gap)) for i in range(n)]
     await asyncio.sleep(1.0)            # every websocket is open (Client.__aenter__) before the first load
     start.set()
     return await asyncio.gather(*tasks)
@@ -157,18 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=180.0)
     ap.add_argument("--leave-wait", type=float, default=12.0, help="seconds after the sessions left before the "
                     "'after' RSS is read")
+    ap.add_argument("--waves", type=int, default=1, help="then more classrooms with new values (memory only: "
+                    "RSS after each, the caches filling to their caps)")
     ap.add_argument("--server-arg", action="append", default=[], help="more `streamlit run` options (A/B runs)")
     ap.add_argument("--profile", type=Path, default=None, help="py-spy record the server process (GIL-holding samples, collapsed stacks) into this file")
     args = ap.parse_args(argv)
 
     print(L.__name__ and __import__("bench_load").machine())
     t = time.perf_counter()
-    own = []
-    for i in range(args.sessions):
-        own.append({json.dumps(v, sort_keys=True): scenario_of(args.link, v) for v in moves_for(i, args.pairs)})
-        own[-1]["{}"] = ppd_core.parse(args.link)
-    scenarios = {sc for o in own for sc in o.values()}
-    want = {sc: expected(sc) for sc in scenarios}
+    own, want = plan(args.link, args.sessions, args.pairs)
+    scenarios = set(want)
     print(f"expected numbers from ppd_core.run in this process: {len(want)} scenarios, "
           f"{time.perf_counter() - t:.1f} s")
 
@@ -213,6 +222,22 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(args.leave_wait)            # the sessions' websockets are closed; their TTL passes
         rss2, n2 = L.server_rss(pid)
         rss_peak = max(sampler.peak, rss2)
+        more = []
+        for k in range(1, args.waves):
+            own_k, want_k = plan(args.link, args.sessions, args.pairs, offset=k * args.sessions)
+            with L.RssSampler(pid, every=0.2) as s_k:
+                res_k = asyncio.run(classroom(url, args.link, args.sessions, args.pairs, own_k, want_k,
+                                              args.timeout, args.gap, offset=k * args.sessions))
+            time.sleep(args.leave_wait)
+            r_k = L.server_rss(pid)[0]
+            more.append((k + 1, r_k, max(s_k.peak, r_k), sum(len(r.problems) for r in res_k),
+                         pct([r.last_s for r in res_k], .95)))
+        breakdown = []
+        for p in B.tree(pid):
+            try:
+                breakdown.append(f"{p.pid} {' '.join(p.cmdline())[-40:]!r}: {p.memory_info().rss / MB:.0f} MB")
+            except Exception:                   # noqa: BLE001  (a process that just exited)
+                pass
     finally:
         stop_server(proc)
 
@@ -252,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
               f"process, all CPU / cores) = {max(main_cpu, all_cpu / cores):.1f} s of wall")
     print(f"server RSS (server + workers): before {rss0 / MB:.0f} MB ({n0} processes), peak {rss_peak / MB:.0f} MB, "
           f"after the sessions left {rss2 / MB:.0f} MB ({n2} processes, {(rss2 - rss0) / MB:+.0f} MB)")
+    for k, r_k, peak_k, bad_k, p95_k in more:
+        print(f"wave {k} (new values): RSS after {r_k / MB:.0f} MB, peak {peak_k / MB:.0f} MB; last move p95 "
+              f"{p95_k:.2f} s; {bad_k} problems")
+        problems += [f"wave {k}: {bad_k} problems"] if bad_k else []
+    print("server processes: " + "; ".join(breakdown))
     print(f"problems: {len(problems)}")
     for p in problems[:30]:
         print("  " + p)

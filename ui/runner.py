@@ -24,6 +24,7 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 
 import ppd_core
 from ppd_core.analysis.pool import WorkerCrashed, WorkerPool
+from ppd_core.analysis.runs import run_built
 from ppd_core.config.errors import PPDError
 from ppd_core.config.scenario import Scenario
 
@@ -173,7 +174,8 @@ def queue_turn(scenarios: Iterable[Scenario], waiting: Callable[[int, int], None
 @st.cache_data(max_entries=SIM_CACHE, show_spinner=False)
 def _simulate_cached(sc: Scenario, record_spans: bool = False) -> dict:
     traffic().computed()
-    res = call(ppd_core.run, sc, record_spans=record_spans)
+    # the tables are built in the worker: the server only unpickles them (~0.4 ms instead of ~20 ms per run)
+    res = call(run_built, sc, record_spans=record_spans)
     return {"summary": res.summary, "records": res.records, "nodes": res.nodes,
             "spans": res.spans if record_spans else None}
 
