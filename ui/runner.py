@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 
 import ppd_core
 from ppd_core.analysis.pool import WorkerCrashed, WorkerPool
@@ -167,7 +168,20 @@ def queue_turn(scenarios: Iterable[Scenario], waiting: Callable[[int, int], None
         yield
         return
     ctx = get_script_run_ctx()
-    with t.turn(ctx.session_id if ctx is not None else "", waiting):
+    check = get_run_yield_check()           # raises Streamlit's stop / rerun when this run is to end
+    shown: list = []
+
+    def tell(ahead: int, running: int) -> None:
+        """Redraw the place only when it changed (each redraw is a message to the browser: with 40 sessions
+        waiting, twice a second each, that was a few % of the server); in between, only let a rerun or a
+        stop of this session through (its place is then kept for its next request)."""
+        if waiting is not None and shown != [ahead, running]:
+            shown[:] = [ahead, running]
+            waiting(ahead, running)
+        elif check is not None:
+            check()
+
+    with t.turn(ctx.session_id if ctx is not None else "", tell):
         yield
 
 
