@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                     "'after' RSS is read")
     ap.add_argument("--waves", type=int, default=1, help="then more classrooms with new values (memory only: "
                     "RSS after each, the caches filling to their caps)")
+    ap.add_argument("--same", action="store_true", help="the extra waves move to the first wave's values (all "
+                    "cached: what stays after them is what sessions leave behind)")
     ap.add_argument("--server-arg", action="append", default=[], help="more `streamlit run` options (A/B runs)")
     ap.add_argument("--profile", type=Path, default=None, help="py-spy record the server process (GIL-holding samples, collapsed stacks) into this file")
     args = ap.parse_args(argv)
@@ -200,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(warm())
         time.sleep(args.leave_wait)
         rss0, n0 = L.server_rss(pid)
+        before = []
+        for p in B.tree(pid):
+            try:
+                before.append(f"{p.pid}: {p.memory_info().rss / MB:.0f} MB")
+            except Exception:                   # noqa: BLE001  (a process that just exited)
+                pass
         stats0 = flight_stats(stats_file)
         main0 = B.cpu_seconds(B.tree(pid)[:1])
         cpu0, load0, t0 = B.cpu_seconds(B.tree(pid)), os.getloadavg(), time.perf_counter()
@@ -224,10 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         rss_peak = max(sampler.peak, rss2)
         more = []
         for k in range(1, args.waves):
-            own_k, want_k = plan(args.link, args.sessions, args.pairs, offset=k * args.sessions)
+            off = 0 if args.same else k * args.sessions
+            own_k, want_k = (own, want) if args.same else plan(args.link, args.sessions, args.pairs, offset=off)
             with L.RssSampler(pid, every=0.2) as s_k:
                 res_k = asyncio.run(classroom(url, args.link, args.sessions, args.pairs, own_k, want_k,
-                                              args.timeout, args.gap, offset=k * args.sessions))
+                                              args.timeout, args.gap, offset=off))
             time.sleep(args.leave_wait)
             r_k = L.server_rss(pid)[0]
             more.append((k + 1, r_k, max(s_k.peak, r_k), sum(len(r.problems) for r in res_k),
@@ -278,10 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"server RSS (server + workers): before {rss0 / MB:.0f} MB ({n0} processes), peak {rss_peak / MB:.0f} MB, "
           f"after the sessions left {rss2 / MB:.0f} MB ({n2} processes, {(rss2 - rss0) / MB:+.0f} MB)")
     for k, r_k, peak_k, bad_k, p95_k in more:
-        print(f"wave {k} (new values): RSS after {r_k / MB:.0f} MB, peak {peak_k / MB:.0f} MB; last move p95 "
+        print(f"wave {k} ({'the same' if args.same else 'new'} values): RSS after {r_k / MB:.0f} MB, peak {peak_k / MB:.0f} MB; last move p95 "
               f"{p95_k:.2f} s; {bad_k} problems")
         problems += [f"wave {k}: {bad_k} problems"] if bad_k else []
-    print("server processes: " + "; ".join(breakdown))
+    print("server processes before: " + "; ".join(before))
+    print("server processes at the end: " + "; ".join(breakdown))
     print(f"problems: {len(problems)}")
     for p in problems[:30]:
         print("  " + p)
