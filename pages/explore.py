@@ -5,6 +5,8 @@ Only what changed is redrawn: a control no sidebar element depends on (``control
 the weights, the bandwidth …) reruns the two fragments below, the results and the sidebar's links, not the
 page. Every number is on the page before any chart: the charts' places are reserved (``st.container``) where
 they stand and filled last, so a slider move shows the new numbers while the browser is still drawing."""
+import contextlib
+
 import streamlit as st
 
 from ui import cards, charts, exports, goodput_view, presets, runner, specs, weights_view, widgets
@@ -26,6 +28,11 @@ def links(sc) -> None:
 
 @st.fragment(key="explore_results")
 def results(state: widgets.PageState) -> None:
+    with contextlib.ExitStack() as turn:        # the server's simulation slot, if this run needs one
+        draw_results(state, turn)
+
+
+def draw_results(state: widgets.PageState, turn: contextlib.ExitStack) -> None:
     state = widgets.fast_state("explore", EXTRAS) or state
     sc = state.scenario
     present = widgets.classroom()
@@ -45,6 +52,14 @@ def results(state: widgets.PageState) -> None:
         st.stop()
 
     scenarios = runner.run_or_stop(lambda: runner.baseline_scenarios(sc))
+    queue_box = st.empty()
+
+    def waiting(ahead: int, running: int) -> None:
+        queue_box.info(f"Queued: {ahead} ahead of you · {running} simulating now (the server takes the "
+                       "classroom's slider moves in turn)", icon=":material/hourglass_top:")
+
+    turn.enter_context(runner.queue_turn(scenarios.values(), waiting))    # held until the page is drawn
+    queue_box.empty()
     with st.spinner("Simulating…", show_time=True):
         results = runner.run_or_stop(lambda: runner.simulate_systems(sc))
     summaries = {name: r["summary"] for name, r in results.items()}

@@ -53,14 +53,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(log_path: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    """Start ``streamlit run app.py`` on a free port and wait for /_stcore/health. Returns (process, url)."""
+def start_server(log_path: Path, port: int | None = None,
+                 extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """Start ``streamlit run app.py`` on a free port and wait for /_stcore/health. Returns (process, url).
+    ``extra_args``: more ``streamlit run`` options (e.g. ``--server.disconnectedSessionTTL=2``)."""
     port = port or _free_port()
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless=true",
          "--server.address=127.0.0.1", f"--server.port={port}", "--browser.gatherUsageStats=false",
-         "--server.fileWatcherType=none"],
+         "--server.fileWatcherType=none", *extra_args],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 60
     while True:

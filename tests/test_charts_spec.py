@@ -195,3 +195,18 @@ def test_a_graph_objects_figure_in_browser_form_keeps_its_numbers_and_look():
     assert tuple(shown["layout"].pop("colorway")) == specs.COLORWAY
     want["layout"].pop("template")
     assert shown["layout"] == want["layout"]
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_the_sent_figure_is_the_shown_figure_byte_for_byte(runs, present):
+    """``charts.chart`` hands Streamlit ``specs.sent_figure`` (the dict, without building a Figure): the JSON
+    Streamlit sends has exactly the content of ``shown_figure``'s ``to_dict()`` (every key and value; only the
+    order of a trace's keys differs, which Plotly.js does not read)."""
+    sc, scs, results = runs
+    figs = specs.explore_specs(sc, present, results, scs)
+    for name, spec in figs.items():
+        if not spec:
+            continue
+        sent = json.loads(pio.to_json(specs.sent_figure(spec, present).to_dict(), validate=False))
+        assert sent == _json(specs.shown_figure(spec, present)), name
+        assert sent["layout"]["template"] is None and sent["layout"]["datarevision"] == 1

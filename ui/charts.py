@@ -14,8 +14,8 @@ from ppd_core.config.scenario import Scenario
 
 from .exports import png_bytes
 from .specs import (HOUSE_LAYOUT, HOUSE_XAXIS, HOUSE_YAXIS, SYSTEM_COLORS, SYSTEMS, _log_ticks,  # noqa: F401
-                    browser_form, by_turn_spec, cdf_spec, readable_spec, shown_figure, spec_figure,
-                    systems_spec)
+                    browser_form, by_turn_spec, cdf_spec, readable_spec, sent_figure, shown_figure,
+                    spec_figure, systems_spec)
 
 KIND_COLORS = MappingProxyType({"prefill": "#d62728", "transfer": "#9467bd", "decode": "#1f77b4",
                                 "mixed": "#ff7f0e", "append": "#2ca02c"})    # as ui.timeline.PHASES
@@ -220,12 +220,16 @@ def chart(fig: go.Figure | Mapping, key: str, caption: str | None = None, filena
     styled as plain dicts: no Plotly validation on the slider path)."""
     present = bool(st.session_state.get("_present"))
     if isinstance(fig, Mapping):
-        fig = shown_figure(fig, present)
+        spec = fig
+        st.plotly_chart(sent_figure(spec, present), key=key, config={"displaylogo": False}, theme=None)
+        fig = None                      # the PNG's figure is built only if the button is pressed
     else:
         fig = browser_form(readable(fig, present).to_dict())
-    st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)   # styled by readable*
+        spec = None
+        st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)   # styled by readable*
     if caption and not present:
         st.caption(caption)
     ctx = context if context is not None else st.session_state.get("_context")
-    st.download_button("PNG", data=lambda: png_bytes(fig, ctx), file_name=filename or f"{key}.png",
+    png_fig = (lambda: fig) if fig is not None else (lambda: shown_figure(spec, present))
+    st.download_button("PNG", data=lambda: png_bytes(png_fig(), ctx), file_name=filename or f"{key}.png",
                        mime="image/png", key=f"png_{key}", on_click="ignore", icon=":material/download:")

@@ -10,21 +10,26 @@ whose retry crashes too raises ``WorkerLost``: one line in that session only.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_run_yield_check
 
 import ppd_core
 from ppd_core.analysis.pool import WorkerCrashed, WorkerPool
+from ppd_core.analysis.runs import run_built
 from ppd_core.config.errors import PPDError
 from ppd_core.config.scenario import Scenario
+
+from .admission import Traffic, traffic as server_traffic
 
 
 class WorkerLost(WorkerCrashed):
@@ -132,11 +137,59 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     return pooled(job)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+SIM_CACHE = 256            # simulate's st.cache_data entries (see docs/classroom.md for what that costs)
+
+
+def queue_slots() -> int:
+    """Sessions simulating (and drawing their numbers) at once: ``PPD_DASHBOARD_SLOTS``, default one per
+    simulation worker (at least 1)."""
+    raw = os.environ.get("PPD_DASHBOARD_SLOTS", "")
+    return max(1, min(int(raw), 64)) if raw.strip().isdigit() else max(1, worker_count())
+
+
+def traffic() -> Traffic:
+    """The server's queue and single-flight map (``ui.admission``)."""
+    return server_traffic(queue_slots(), SIM_CACHE)
+
+
 def simulate(sc: Scenario, record_spans: bool = False) -> dict:
     """One ppd_core run, reduced to picklable parts (summary dict, records/nodes/spans DataFrames); the same
-    pure function of ``sc`` wherever it runs (see ``call``)."""
-    res = call(ppd_core.run, sc, record_spans=record_spans)
+    pure function of ``sc`` wherever it runs (see ``call``). Sessions asking for the same run at once share one
+    computation (``Traffic.run``, single flight); a finished one is a cache read."""
+    return traffic().run((sc, record_spans), lambda: _simulate_cached(sc, record_spans))
+
+
+@contextlib.contextmanager
+def queue_turn(scenarios: Iterable[Scenario], waiting: Callable[[int, int], None] | None = None) -> Iterator[None]:
+    """Hold one of the server's simulation slots for the block (FIFO; ``waiting(ahead, running)`` while
+    queued), unless every scenario is cached or already being computed for another session."""
+    t = traffic()
+    if not t.needs_turn([(sc, False) for sc in scenarios]):
+        yield
+        return
+    ctx = get_script_run_ctx()
+    check = get_run_yield_check()           # raises Streamlit's stop / rerun when this run is to end
+    shown: list = []
+
+    def tell(ahead: int, running: int) -> None:
+        """Redraw the place only when it changed (each redraw is a message to the browser: with 40 sessions
+        waiting, twice a second each, that was a few % of the server); in between, only let a rerun or a
+        stop of this session through (its place is then kept for its next request)."""
+        if waiting is not None and shown != [ahead, running]:
+            shown[:] = [ahead, running]
+            waiting(ahead, running)
+        elif check is not None:
+            check()
+
+    with t.turn(ctx.session_id if ctx is not None else "", tell):
+        yield
+
+
+@st.cache_data(max_entries=SIM_CACHE, show_spinner=False)
+def _simulate_cached(sc: Scenario, record_spans: bool = False) -> dict:
+    traffic().computed()
+    # the tables are built in the worker: the server only unpickles them (~0.4 ms instead of ~20 ms per run)
+    res = call(run_built, sc, record_spans=record_spans)
     return {"summary": res.summary, "records": res.records, "nodes": res.nodes,
             "spans": res.spans if record_spans else None}
 
