@@ -8,6 +8,7 @@ from ppd_core.analysis import advisor as adv
 from ppd_core.config.errors import PPDError
 from ppd_core.config.scenario import SPEC, Scenario, parse_lenient
 from ppd_core.model import feasibility
+from ppd_core.workloads.traces import describe_replay
 from ppd_core.analysis.grid import PAPER_QPS
 from ui import charts, runner, uploads, widgets
 from ui.advisor_view import pareto_figure, run_advisor
@@ -118,7 +119,9 @@ if inputs is None:
     st.stop()
 
 if inputs[1] is not None:
-    st.code(uploads.import_trace_upload(*inputs[1:])[1].describe(), language=None)
+    convs, stats = uploads.import_trace_upload(*inputs[1:])
+    rates = "\n".join(f"  qps={q:g}: {describe_replay(convs, q)}" for q in inputs[0].qps)
+    st.code(stats.describe() + "\n" + rates, language=None)       # the rate each QPS of the range replays at
 advice = runner.run_or_stop(lambda: run_advisor(*inputs), "Advisor")
 
 ranked = advice.ranked

@@ -258,4 +258,5 @@ def test_page_trace_time_unit_and_stats():
     assert not at.exception and not at.error, [e.value for e in at.error]
     stats = [c.value for c in at.code if c.value.startswith("trace frac.jsonl (mooncake)")]
     assert stats and "timestamps in ms (given)" in stats[0] and "27 requests -> 12 conversations" in stats[0]
+    assert "timestamps replayed at qps=" in stats[0] and "of the trace's own" in stats[0]   # the rate used
     assert len(at.dataframe[0].value) == 8
