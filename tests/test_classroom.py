@@ -183,6 +183,27 @@ def classroom_server(tmp_path_factory):
         stop_server(proc)
 
 
+def _run_in_own_loop(make_coro, timeout_s):
+    """asyncio.run on a fresh thread: an earlier test (Playwright's sync API) may leave a loop running on
+    this one, and asyncio.run refuses to nest."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["out"] = asyncio.run(make_coro())
+        except BaseException as exc:            # re-raised on the test's thread below
+            box["err"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout=timeout_s)
+    if "err" in box:
+        raise box["err"]
+    if "out" not in box:
+        raise TimeoutError(f"the clients did not finish within {timeout_s} s")
+    return box["out"]
+
+
 def test_10_sessions_queue_share_identical_runs_and_each_gets_its_own_numbers(classroom_server):
     import st_client as C
     url, stats = classroom_server
@@ -207,7 +228,7 @@ def test_10_sessions_queue_share_identical_runs_and_each_gets_its_own_numbers(cl
         start.set()
         return await asyncio.gather(*tasks)
 
-    got = asyncio.run(main())
+    got = _run_in_own_loop(main, 300)
     counts = json.loads(stats.read_text())
     problems, queued = [], 0
     for i, (runs, own) in enumerate(zip(got, mine)):

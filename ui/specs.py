@@ -61,11 +61,9 @@ def _browser_parts(fig: Mapping) -> tuple[list, dict]:
 
 
 class SentFigure(go.Figure):
-    """What ``charts.chart`` hands ``st.plotly_chart`` for a spec: an empty Figure that carries the dict of
-    ``shown_figure(spec).to_dict()`` (built directly: the same keys and values, tests/test_charts_spec.py
-    compares the JSON; only a trace's keys come in the spec's order, not Plotly's). ``st.plotly_chart`` asks its figure for ``to_dict()`` (a deep copy of
-    every trace) and JSON-encodes that; building the Figure first deep-copies the data once more. Both copies
-    were ~45 % of the chart's time in the server, under the one GIL that 40 sessions share."""
+    """What ``charts.chart`` hands ``st.plotly_chart``: an empty Figure carrying ``shown_figure(spec).to_dict()``
+    built directly (same JSON, tests/test_charts_spec.py). Building a Figure and its ``to_dict()`` deep-copied
+    the data twice: ~45 % of a chart's server time, under the GIL that 40 sessions share."""
 
     def __init__(self, sent: dict):
         super().__init__()
@@ -309,14 +307,11 @@ def by_turn_spec(results: Mapping[str, dict], scenarios: Mapping[str, Scenario],
 #: The systems chart's two panels side by side (as ``make_subplots(rows=1, cols=2, horizontal_spacing=0.14)``).
 _SPACING = 0.14
 _PANEL = (1 - _SPACING) / 2
-
-
 ERROR_COLOR = "#e08a00"      # the expected-simulator-error whisker, apart from the systems' colours
 
 
 def _expected_error(summary: Mapping, metric: str) -> float:
-    """The expected error (%) of a Turn 2+ ``metric`` figure of this run (``summary["expected_error"]``), 0 if
-    the summary carries none."""
+    """The expected error (%) of this run's Turn 2+ ``metric`` (``summary["expected_error"]``), else 0."""
     from ppd_core.metrics.fidelity import metric_for
     e = summary.get("expected_error")
     if not isinstance(e, Mapping):
